@@ -1,0 +1,198 @@
+"""Joining and leaving the job: rma.init() and rma.finalize().
+
+A rank learns its place in the job from the environment the launcher set (see the README's
+configuration table), meets the other ranks at the launcher's rendezvous store, picks a
+libfabric provider, and exchanges endpoint addresses. Without RMA_STORE a process is a job of
+one rank, so `python script.py` just works.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import threading
+
+from . import _core
+from .comm import Comm
+from .errors import BootstrapError, RMAError
+
+__all__ = ["init", "finalize", "is_initialized"]
+
+# Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
+_PROVIDER_ALIASES = {"shm": "shm", "tcp": "tcp;ofi_rxm", "tcp;ofi_rxm": "tcp;ofi_rxm"}
+# Ranks started by other launchers: where they put the rank and the size.
+_RANK_VARIABLES = ("RMA_RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+_SIZE_VARIABLES = ("RMA_SIZE", "SLURM_NTASKS", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+
+_lock = threading.Lock()
+_job: _Job | None = None
+_finalized = False
+_failed = False  # set by our excepthook: the process is ending with an uncaught exception
+
+
+class _Job:
+    """What init() built: the C++ runtime, the store connection and the world communicator."""
+
+    def __init__(self, runtime: _core.Runtime, store, world: Comm) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.world = world
+
+
+def _environment_int(names: tuple[str, ...], default: int | None) -> int | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None and value != "":
+            try:
+                return int(value)
+            except ValueError:
+                raise BootstrapError(f"rma.init: {name}={value!r} is not an integer") from None
+    return default
+
+
+def _float_setting(name: str, default: float) -> float:
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise BootstrapError(f"rma.init: {name}={value!r} is not a number") from None
+
+
+def timeout_setting() -> float:
+    """Return RMA_TIMEOUT: the deadline of every blocking call in seconds (0 = none)."""
+    return _float_setting("RMA_TIMEOUT", 300.0)
+
+
+def choose_provider(requested: str, same_host: bool) -> tuple[str, str]:
+    """Return the libfabric provider and bind address for a job.
+
+    `requested` is RMA_PROVIDER ("" or "auto" to choose): shm when every rank shares the host,
+    tcp;ofi_rxm otherwise. tcp binds to loopback when the job is on one host.
+    """
+    requested = requested.strip()
+    if requested in ("", "auto"):
+        provider = "shm" if same_host else "tcp;ofi_rxm"
+    else:
+        provider = _PROVIDER_ALIASES.get(requested, requested)
+    node = "127.0.0.1" if provider.split(";")[0] in ("tcp", "sockets") and same_host else ""
+    return provider, node
+
+
+def is_initialized() -> bool:
+    """Return True between a successful init() and finalize()."""
+    return _job is not None
+
+
+def init() -> Comm:
+    """Join the job and return the communicator of all its ranks.
+
+    Idempotent: later calls return the same communicator. A process started without a
+    launcher (no RMA_STORE in the environment) is a job of one rank.
+    """
+    global _job
+    with _lock:
+        if _job is not None:
+            return _job.world
+        if _finalized:
+            raise RMAError("rma.init: the job was already finalized in this process")
+        _job = _join()
+        _install_exit_hooks()
+        return _job.world
+
+
+def _join() -> _Job:
+    rank = _environment_int(_RANK_VARIABLES, None)
+    size = _environment_int(_SIZE_VARIABLES, None)
+    store_address = os.environ.get("RMA_STORE", "")
+    timeout = timeout_setting()
+    sleep_us = int(_float_setting("RMA_PROGRESS_SLEEP_US", 1000))
+    requested = os.environ.get("RMA_PROVIDER", "")
+
+    if not store_address:
+        if size not in (None, 1):
+            raise BootstrapError(
+                f"rma.init: a job of {size} ranks needs the rendezvous store: start it with "
+                "`rmarun -n N ...`, or set RMA_STORE and RMA_SECRET (see `rmarun --serve-store`)"
+            )
+        provider, node = choose_provider(requested, same_host=True)
+        runtime = _core.Runtime(0, 1, provider, node, timeout, sleep_us)
+        runtime.connect([runtime.address()])
+        return _Job(runtime, None, Comm(runtime.world()))
+
+    if rank is None or size is None:
+        raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
+    if not 0 <= rank < size:
+        raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
+    from ._store import StoreClient
+
+    secret = os.environ.get("RMA_SECRET", "")
+    store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
+    try:
+        # Round 1: where every rank runs, which decides the provider.
+        store.put(f"host/{rank}", socket.gethostname().encode())
+        hosts = store.get_many([f"host/{r}" for r in range(size)])
+        provider, node = choose_provider(requested, same_host=len(set(hosts)) == 1)
+        runtime = _core.Runtime(rank, size, provider, node, timeout, sleep_us)
+        # Round 2: endpoint addresses, tagged with the provider so a mismatch is caught here.
+        store.put(f"address/{rank}", provider.encode() + b"\0" + runtime.address())
+        entries = store.get_many([f"address/{r}" for r in range(size)])
+        names = []
+        for other, entry in enumerate(entries):
+            other_provider, _, name = entry.partition(b"\0")
+            if other_provider.decode() != provider:
+                raise BootstrapError(
+                    f"rma.init: rank {rank} uses provider {provider!r} but rank {other} uses "
+                    f"{other_provider.decode()!r}; give every rank the same RMA_PROVIDER"
+                )
+            names.append(name)
+        runtime.connect(names)
+        store.on_peer_dead(runtime.mark_peer_dead)
+    except BaseException:
+        store.close(clean=False)
+        raise
+    return _Job(runtime, store, Comm(runtime.world()))
+
+
+def finalize() -> None:
+    """Leave the job: wait for every rank to finalize, then release the fabric.
+
+    Optional: done at interpreter exit. Collective over all ranks of the job. Idempotent.
+    """
+    _leave(collective=True)
+
+
+def _leave(collective: bool) -> None:
+    global _job, _finalized
+    with _lock:
+        job, _job = _job, None
+        if job is None:
+            return
+        _finalized = True
+    job.runtime.finalize(collective)
+    if job.store is not None:
+        # A rank that ends with an uncaught exception says no goodbye: the store then tells the
+        # others it died, and their blocked calls raise PeerError instead of hanging.
+        job.store.close(clean=collective)
+
+
+_hooks_installed = False
+
+
+def _install_exit_hooks() -> None:
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous_hook = sys.excepthook
+
+    def note_failure(kind, value, traceback):
+        global _failed
+        _failed = True
+        previous_hook(kind, value, traceback)
+
+    sys.excepthook = note_failure
+    atexit.register(lambda: _leave(collective=not _failed))

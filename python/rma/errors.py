@@ -1,0 +1,42 @@
+"""The exceptions of rma: every one derives from RMAError.
+
+Argument checks raise plain TypeError / ValueError instead, as NumPy does.
+"""
+
+__all__ = [
+    "RMAError",
+    "EpochError",
+    "TargetRangeError",
+    "PeerError",
+    "FabricError",
+    "BootstrapError",
+    "RMATimeoutError",
+]
+
+
+class RMAError(RuntimeError):
+    """Base class of every error raised by rma."""
+
+
+class EpochError(RMAError):
+    """A call that the window's current epoch does not permit."""
+
+
+class TargetRangeError(RMAError, IndexError):
+    """A target region that lies outside the target rank's window."""
+
+
+class PeerError(RMAError):
+    """Another rank of the job died or cannot be reached."""
+
+
+class FabricError(RMAError):
+    """A libfabric call failed; the message names the call and libfabric's reason."""
+
+
+class BootstrapError(RMAError):
+    """Joining the job failed: the rendezvous store is unreachable or refused us."""
+
+
+class RMATimeoutError(RMAError, TimeoutError):
+    """A blocking call passed its deadline (RMA_TIMEOUT)."""

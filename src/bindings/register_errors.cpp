@@ -1,0 +1,34 @@
+// Maps the core's exceptions, once, onto the classes of rma.errors.
+#include <pybind11/pybind11.h>
+
+#include "errors.hpp"
+#include "fabric/check.hpp"
+
+namespace py = pybind11;
+
+namespace {
+void raise(const char* name, const char* message) {
+  // rma.errors is pure Python, so the exception classes exist once, importable without _core.
+  py::object cls = py::module_::import("rma.errors").attr(name);
+  PyErr_SetString(cls.ptr(), message);
+}
+}  // namespace
+
+void register_errors(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer) std::rethrow_exception(pointer);
+    } catch (const rma::fabric::FabricError& e) {
+      raise("FabricError", e.what());
+    } catch (const rma::PeerError& e) {
+      raise("PeerError", e.what());
+    } catch (const rma::TimeoutError& e) {
+      raise("RMATimeoutError", e.what());
+    } catch (const rma::RmaError& e) {
+      raise("RMAError", e.what());
+    } catch (const rma::UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  (void)m;
+}

@@ -1,0 +1,58 @@
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "runtime/communicator.hpp"
+#include "runtime/provider_info.hpp"
+#include "runtime/runtime.hpp"
+
+namespace py = pybind11;
+
+namespace {
+std::vector<std::byte> to_bytes(const py::bytes& data) {
+  std::string_view view = data;
+  auto begin = reinterpret_cast<const std::byte*>(view.data());
+  return {begin, begin + view.size()};
+}
+}  // namespace
+
+void register_runtime(py::module_& m) {
+  m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use.");
+  m.def("usable_providers", &rma::usable_providers,
+        "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
+
+  py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
+      .def(py::init([](int rank, int size, const std::string& provider, const std::string& node,
+                       double timeout, int progress_sleep_us) {
+             rma::RuntimeOptions options;
+             options.rank = rank;
+             options.size = size;
+             options.provider = provider;
+             options.node = node;
+             options.timeout_seconds = timeout;
+             options.progress_sleep_us = progress_sleep_us;
+             py::gil_scoped_release release;
+             return std::make_shared<rma::Runtime>(options);
+           }),
+           py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "",
+           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000)
+      .def_property_readonly("rank", &rma::Runtime::rank)
+      .def_property_readonly("size", &rma::Runtime::size)
+      .def_property_readonly("provider", &rma::Runtime::provider)
+      .def_property_readonly("active", &rma::Runtime::active)
+      .def("address",
+           [](const rma::Runtime& runtime) {
+             auto address = runtime.address();
+             return py::bytes(reinterpret_cast<const char*>(address.data()), address.size());
+           })
+      .def("connect",
+           [](rma::Runtime& runtime, const std::vector<py::bytes>& names) {
+             std::vector<std::vector<std::byte>> converted;
+             for (const auto& name : names) converted.push_back(to_bytes(name));
+             py::gil_scoped_release release;
+             runtime.connect(converted);
+           })
+      .def("world", &rma::Runtime::world)
+      .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"))
+      .def("finalize", &rma::Runtime::finalize, py::arg("collective"),
+           py::call_guard<py::gil_scoped_release>());
+}

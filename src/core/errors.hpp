@@ -1,0 +1,34 @@
+// The error types of the core. The bindings map each one, once, to a Python class of
+// rma.errors; nothing else in the core knows about Python.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace rma {
+
+// Base of every error the core raises on purpose.
+class RmaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Another rank of the job died (its process ended without finalizing) or cannot be reached.
+class PeerError : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
+// A blocking call passed its deadline (RMA_TIMEOUT).
+class TimeoutError : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
+// A bad argument detected by the core (a rank out of range, a tag out of range...).
+class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace rma

@@ -1,0 +1,206 @@
+#include "fabric/handles.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "fabric/check.hpp"
+
+namespace rma::fabric {
+
+Info Info::allocate() {
+  fi_info* hints = fi_allocinfo();
+  if (hints == nullptr) throw FabricError("fi_allocinfo", FI_ENOMEM);
+  return Info(hints);
+}
+
+Info& Info::operator=(Info&& other) noexcept {
+  if (this != &other) {
+    if (info_ != nullptr) fi_freeinfo(info_);
+    info_ = std::exchange(other.info_, nullptr);
+  }
+  return *this;
+}
+
+Info::~Info() {
+  if (info_ != nullptr) fi_freeinfo(info_);
+}
+
+Info get_info(const Info& hints, const char* node, uint64_t flags) {
+  fi_info* found = nullptr;
+  int rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
+  const char* provider = hints->fabric_attr && hints->fabric_attr->prov_name
+                             ? hints->fabric_attr->prov_name
+                             : "any";
+  check(rc, "fi_getinfo", std::string("provider ") + provider + " with FI_MSG|FI_RMA|FI_ATOMIC");
+  return Info(found);
+}
+
+template <class T>
+Handle<T>::Handle(T* raw, std::shared_ptr<void> parent, const char* kind)
+    // The deleter owns the parent reference, so the parent outlives the child's fi_close.
+    : object_(raw, [parent = std::move(parent), kind](T* object) {
+        int rc = fi_close(&object->fid);
+        if (rc != 0) {
+          std::fprintf(stderr, "rma: fi_close(%s): %s\n", kind, fi_strerror(-rc));
+        }
+      }) {}
+
+template class Handle<fid_fabric>;
+template class Handle<fid_domain>;
+template class Handle<fid_cq>;
+template class Handle<fid_cntr>;
+template class Handle<fid_av>;
+template class Handle<fid_ep>;
+template class Handle<fid_mr>;
+
+namespace {
+fid_fabric* open_fabric(const fi_info* info) {
+  fid_fabric* fabric = nullptr;
+  check(fi_fabric(info->fabric_attr, &fabric, nullptr), "fi_fabric");
+  return fabric;
+}
+}  // namespace
+
+Fabric::Fabric(const fi_info* info) : Handle(open_fabric(info), nullptr, "fabric") {}
+
+namespace {
+fid_domain* open_domain(fid_fabric* fabric, fi_info* info) {
+  fid_domain* domain = nullptr;
+  check(fi_domain(fabric, info, &domain, nullptr), "fi_domain");
+  return domain;
+}
+
+fid_cq* open_cq(fid_domain* domain, size_t size) {
+  fi_cq_attr attr{};
+  attr.size = size;
+  attr.format = FI_CQ_FORMAT_DATA;
+  // shm's CQs cannot sleep on a wait object; the progress engine polls with backoff.
+  attr.wait_obj = FI_WAIT_NONE;
+  fid_cq* cq = nullptr;
+  check(fi_cq_open(domain, &attr, &cq, nullptr), "fi_cq_open");
+  return cq;
+}
+
+fid_cntr* open_counter(fid_domain* domain) {
+  fi_cntr_attr attr{};
+  attr.events = FI_CNTR_EVENTS_COMP;
+  attr.wait_obj = FI_WAIT_NONE;
+  fid_cntr* counter = nullptr;
+  check(fi_cntr_open(domain, &attr, &counter, nullptr), "fi_cntr_open");
+  return counter;
+}
+
+fid_av* open_av(fid_domain* domain, size_t count) {
+  fi_av_attr attr{};
+  attr.type = FI_AV_TABLE;
+  attr.count = count;
+  fid_av* av = nullptr;
+  check(fi_av_open(domain, &attr, &av, nullptr), "fi_av_open");
+  return av;
+}
+
+fid_ep* open_endpoint(fid_domain* domain, fi_info* info) {
+  fid_ep* ep = nullptr;
+  check(fi_endpoint(domain, info, &ep, nullptr), "fi_endpoint");
+  return ep;
+}
+
+fid_mr* register_region(fid_domain* domain, void* base, size_t length, uint64_t access,
+                        uint64_t requested_key) {
+  fid_mr* mr = nullptr;
+  check(fi_mr_reg(domain, base, length, access, 0, requested_key, 0, &mr, nullptr), "fi_mr_reg",
+        std::to_string(length) + " bytes");
+  return mr;
+}
+}  // namespace
+
+Domain::Domain(const Fabric& fabric, fi_info* info)
+    : Handle(open_domain(fabric.get(), info), fabric.keep_alive(), "domain") {}
+
+CompletionQueue::CompletionQueue(const Domain& domain, size_t size)
+    : Handle(open_cq(domain.get(), size), domain.keep_alive(), "completion queue") {}
+
+long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error) {
+  ssize_t n = fi_cq_read(get(), entries, max);
+  if (n >= 0) return n;
+  if (n == -FI_EAGAIN) return 0;
+  if (n == -FI_EAVAIL) {
+    std::memset(error, 0, sizeof(*error));
+    check(fi_cq_readerr(get(), error, 0), "fi_cq_readerr");
+    return -1;
+  }
+  check(n, "fi_cq_read");
+  return 0;
+}
+
+Counter::Counter(const Domain& domain)
+    : Handle(open_counter(domain.get()), domain.keep_alive(), "counter") {}
+
+uint64_t Counter::value() const { return fi_cntr_read(get()); }
+uint64_t Counter::errors() const { return fi_cntr_readerr(get()); }
+
+AddressVector::AddressVector(const Domain& domain, size_t count)
+    : Handle(open_av(domain.get(), count), domain.keep_alive(), "address vector") {}
+
+void AddressVector::insert(const std::vector<std::vector<std::byte>>& names) {
+  // FI_AV_TABLE takes a packed array of equal-length names.
+  size_t name_length = names.empty() ? 0 : names.front().size();
+  std::vector<std::byte> packed;
+  packed.reserve(name_length * names.size());
+  for (const auto& name : names) {
+    if (name.size() != name_length) {
+      throw FabricError("fi_av_insert", FI_EINVAL, "endpoint names of different lengths");
+    }
+    packed.insert(packed.end(), name.begin(), name.end());
+  }
+  std::vector<fi_addr_t> addresses(names.size(), FI_ADDR_NOTAVAIL);
+  int inserted = fi_av_insert(get(), packed.data(), names.size(), addresses.data(), 0, nullptr);
+  check(inserted, "fi_av_insert");
+  if (static_cast<size_t>(inserted) != names.size()) {
+    throw FabricError("fi_av_insert", FI_EINVAL,
+                      std::to_string(inserted) + " of " + std::to_string(names.size()) +
+                          " endpoint names accepted");
+  }
+}
+
+Endpoint::Endpoint(const Domain& domain, fi_info* info)
+    : Handle(open_endpoint(domain.get(), info), domain.keep_alive(), "endpoint") {}
+
+void Endpoint::bind(const CompletionQueue& cq, uint64_t flags) {
+  check(fi_ep_bind(get(), &cq.get()->fid, flags), "fi_ep_bind(cq)");
+}
+void Endpoint::bind(const Counter& counter, uint64_t flags) {
+  check(fi_ep_bind(get(), &counter.get()->fid, flags), "fi_ep_bind(cntr)");
+}
+void Endpoint::bind(const AddressVector& av) {
+  check(fi_ep_bind(get(), &av.get()->fid, 0), "fi_ep_bind(av)");
+}
+void Endpoint::enable() { check(fi_enable(get()), "fi_enable"); }
+
+std::vector<std::byte> Endpoint::name() const {
+  std::vector<std::byte> name(256);
+  size_t length = name.size();
+  int rc = fi_getname(&get()->fid, name.data(), &length);
+  if (rc == -FI_ETOOSMALL) {
+    name.resize(length);
+    rc = fi_getname(&get()->fid, name.data(), &length);
+  }
+  check(rc, "fi_getname");
+  name.resize(length);
+  return name;
+}
+
+MemoryRegion::MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access,
+                           uint64_t requested_key, const Endpoint* bind_to)
+    : Handle(register_region(domain.get(), base, length, access, requested_key),
+             // An endpoint-bound region must be closed before its endpoint.
+             bind_to != nullptr ? bind_to->keep_alive() : domain.keep_alive(), "memory region") {
+  if (bind_to != nullptr) {
+    check(fi_mr_bind(get(), &bind_to->get()->fid, 0), "fi_mr_bind");
+    check(fi_mr_enable(get()), "fi_mr_enable");
+  }
+}
+
+}  // namespace rma::fabric

@@ -1,0 +1,121 @@
+// Move-only RAII handles over the libfabric objects the transport uses.
+//
+// Each handle shares ownership of its libfabric object with the handles of its children
+// (a domain keeps its fabric alive, an endpoint its domain...), so objects are closed
+// children-first whatever order the owners are destroyed in. Destructors never throw:
+// a failing fi_close is reported on stderr. Every constructor throws FabricError.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rma::fabric {
+
+// An fi_info list (hints we build, or what fi_getinfo returned).
+class Info {
+ public:
+  Info() = default;
+  explicit Info(fi_info* owned) noexcept : info_(owned) {}
+  static Info allocate();  // empty hints from fi_allocinfo
+  Info(Info&& other) noexcept : info_(std::exchange(other.info_, nullptr)) {}
+  Info& operator=(Info&& other) noexcept;
+  Info(const Info&) = delete;
+  Info& operator=(const Info&) = delete;
+  ~Info();
+
+  fi_info* get() const noexcept { return info_; }
+  fi_info* operator->() const noexcept { return info_; }
+  explicit operator bool() const noexcept { return info_ != nullptr; }
+
+ private:
+  fi_info* info_ = nullptr;
+};
+
+// fi_getinfo for the given hints; node may be null. Throws FabricError naming the provider.
+Info get_info(const Info& hints, const char* node, uint64_t flags);
+
+// Common part of the handles: a shared, self-closing reference to one fid-based object.
+template <class T>
+class Handle {
+ public:
+  T* get() const noexcept { return object_.get(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(object_); }
+  // What children hold to keep this object alive.
+  std::shared_ptr<void> keep_alive() const noexcept { return object_; }
+
+  Handle(Handle&&) noexcept = default;
+  Handle& operator=(Handle&&) noexcept = default;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+ protected:
+  Handle() = default;
+  Handle(T* raw, std::shared_ptr<void> parent, const char* kind);
+  std::shared_ptr<T> object_;
+};
+
+class Fabric : public Handle<fid_fabric> {
+ public:
+  explicit Fabric(const fi_info* info);
+};
+
+class Domain : public Handle<fid_domain> {
+ public:
+  Domain(const Fabric& fabric, fi_info* info);
+};
+
+// A completion queue in FI_CQ_FORMAT_DATA without a wait object: it is polled.
+class CompletionQueue : public Handle<fid_cq> {
+ public:
+  CompletionQueue(const Domain& domain, size_t size);
+  // Reads up to max entries; returns how many (0 when empty). An error entry makes this
+  // read it with fi_cq_readerr and return -1 after copying it into *error.
+  long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error);
+};
+
+// A completion counter (for callers that only need counts, not contexts).
+class Counter : public Handle<fid_cntr> {
+ public:
+  explicit Counter(const Domain& domain);
+  uint64_t value() const;
+  uint64_t errors() const;
+};
+
+// An address vector of type FI_AV_TABLE: the fi_addr_t of the i-th inserted name is i.
+class AddressVector : public Handle<fid_av> {
+ public:
+  AddressVector(const Domain& domain, size_t count);
+  // Inserts names in order (each name of the same length); throws unless all were taken.
+  void insert(const std::vector<std::vector<std::byte>>& names);
+};
+
+class Endpoint : public Handle<fid_ep> {
+ public:
+  Endpoint(const Domain& domain, fi_info* info);
+  void bind(const CompletionQueue& cq, uint64_t flags);
+  void bind(const Counter& counter, uint64_t flags);
+  void bind(const AddressVector& av);
+  void enable();
+  std::vector<std::byte> name() const;  // fi_getname: what peers insert into their AV
+};
+
+// A registered memory region. requested_key is used only when the provider does not choose
+// keys itself (no FI_MR_PROV_KEY); bind_to is set when the provider wants FI_MR_ENDPOINT.
+class MemoryRegion : public Handle<fid_mr> {
+ public:
+  MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access,
+               uint64_t requested_key, const Endpoint* bind_to);
+  uint64_t key() const noexcept { return fi_mr_key(get()); }
+  void* descriptor() const noexcept { return fi_mr_desc(get()); }
+};
+
+}  // namespace rma::fabric

@@ -1,0 +1,197 @@
+#include "runtime/communicator.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "errors.hpp"
+#include "runtime/runtime.hpp"
+
+namespace rma {
+
+namespace {
+// Internal tags of the collectives; a collective's messages never match a user's recv.
+constexpr int32_t kBarrierTag = -1000;  // minus the round
+constexpr int32_t kBcastTag = -2;
+constexpr int32_t kGatherTag = -3;
+
+void append(Bytes& out, const void* data, size_t length) {
+  auto bytes = static_cast<const std::byte*>(data);
+  out.insert(out.end(), bytes, bytes + length);
+}
+
+// [count u64][length u64 ...][data ...]
+Bytes pack_list(const std::vector<Bytes>& items) {
+  Bytes out;
+  uint64_t count = items.size();
+  append(out, &count, 8);
+  for (const Bytes& item : items) {
+    uint64_t length = item.size();
+    append(out, &length, 8);
+  }
+  for (const Bytes& item : items) append(out, item.data(), item.size());
+  return out;
+}
+
+std::vector<Bytes> unpack_list(const Bytes& packed) {
+  auto fail = [] { return RmaError("rma: malformed collective message"); };
+  if (packed.size() < 8) throw fail();
+  uint64_t count;
+  std::memcpy(&count, packed.data(), 8);
+  if (count > (packed.size() - 8) / 8) throw fail();
+  std::vector<Bytes> items(count);
+  size_t offset = 8 + 8 * count;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t length;
+    std::memcpy(&length, packed.data() + 8 + 8 * i, 8);
+    if (length > packed.size() - offset) throw fail();
+    items[i].assign(packed.begin() + offset, packed.begin() + offset + length);
+    offset += length;
+  }
+  return items;
+}
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context,
+                           std::vector<int> members, int rank)
+    : runtime_(std::move(runtime)), context_(context), members_(std::move(members)), rank_(rank) {}
+
+void Communicator::check_rank(int rank, const char* call, const char* role) const {
+  if (rank < 0 || rank >= size()) {
+    throw UsageError(std::string("rma: comm.") + call + ": " + role + " " + std::to_string(rank) +
+                     " is not a rank of this communicator (size " + std::to_string(size()) + ")");
+  }
+}
+
+void Communicator::post(int dest, int32_t tag, std::span<const std::byte> data) {
+  Bytes message;
+  message.reserve(8 + data.size());
+  append(message, &context_, 4);
+  append(message, &tag, 4);
+  append(message, data.data(), data.size());
+  runtime_->transport().send(members_[dest], kCommunicatorMessage, message);
+}
+
+Bytes Communicator::wait_for(int source, int32_t tag, const char* call) {
+  std::optional<Bytes> message;
+  int world_source = members_[source];
+  MessageMatcher& matcher = runtime_->matcher();
+  if ((message = matcher.take(context_, world_source, tag))) return std::move(*message);
+  std::vector<int> watch = tag >= 0 ? std::vector<int>{world_source} : watched();
+  runtime_->transport().wait_until(
+      [&] { return (message = matcher.take(context_, world_source, tag)).has_value(); },
+      runtime_->deadline(), watch, [&] {
+        return std::string("comm.") + call + " (waiting for rank " + std::to_string(source) +
+               (tag >= 0 ? ", tag " + std::to_string(tag) : std::string()) + ")";
+      });
+  return std::move(*message);
+}
+
+void Communicator::send(std::span<const std::byte> data, int dest, int tag) {
+  runtime_->require_active("comm.send");
+  check_rank(dest, "send", "dest");
+  if (tag < 0 || tag > kMaxTag) {
+    throw UsageError("rma: comm.send: tag " + std::to_string(tag) + " is outside [0, " +
+                     std::to_string(kMaxTag) + "]");
+  }
+  post(dest, tag, data);
+}
+
+Bytes Communicator::recv(int source, int tag) {
+  runtime_->require_active("comm.recv");
+  check_rank(source, "recv", "source");
+  if (tag < 0 || tag > kMaxTag) {
+    throw UsageError("rma: comm.recv: tag " + std::to_string(tag) + " is outside [0, " +
+                     std::to_string(kMaxTag) + "]");
+  }
+  return wait_for(source, tag, "recv");
+}
+
+void Communicator::barrier() {
+  runtime_->require_active("comm.barrier");
+  // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k.
+  int p = size();
+  int32_t round = 0;
+  for (int distance = 1; distance < p; distance *= 2, ++round) {
+    post((rank_ + distance) % p, kBarrierTag - round, {});
+    wait_for((rank_ - distance + p) % p, kBarrierTag - round, "barrier");
+  }
+}
+
+Bytes Communicator::bcast(Bytes data, int root) {
+  runtime_->require_active("comm.bcast");
+  check_rank(root, "bcast", "root");
+  // Binomial tree rooted at root, in ranks relative to it.
+  int p = size();
+  int relative = (rank_ - root + p) % p;
+  int mask = 1;
+  while (mask < p) {
+    if (relative & mask) {
+      data = wait_for((relative - mask + root) % p, kBcastTag, "bcast");
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (relative + mask < p) post((relative + mask + root) % p, kBcastTag, data);
+  }
+  return data;
+}
+
+std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int root) {
+  runtime_->require_active("comm.gather");
+  check_rank(root, "gather", "root");
+  std::vector<Bytes> items;
+  if (rank_ != root) {
+    post(root, kGatherTag, data);
+    return items;
+  }
+  items.resize(size());
+  for (int source = 0; source < size(); ++source) {
+    if (source == rank_) {
+      items[source].assign(data.begin(), data.end());
+    } else {
+      items[source] = wait_for(source, kGatherTag, "gather");
+    }
+  }
+  return items;
+}
+
+std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data) {
+  runtime_->require_active("comm.allgather");
+  std::vector<Bytes> items = gather(data, 0);
+  Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
+  return unpack_list(bcast(std::move(packed), 0));
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  runtime_->require_active("comm.split");
+  struct Entry {
+    int32_t color, key;
+    uint32_t next_context;
+  };
+  Entry mine{color, key, runtime_->next_context()};
+  std::vector<Bytes> all = allgather(std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine));
+  // Every member of this communicator agrees on one fresh context: larger than any that one of
+  // them has used. Disjoint colors share it safely, as they never exchange messages in it.
+  uint32_t context = 0;
+  std::vector<std::pair<std::pair<int32_t, int>, int>> chosen;  // ((key, old rank), world rank)
+  for (int i = 0; i < size(); ++i) {
+    Entry entry;
+    std::memcpy(&entry, all[i].data(), sizeof entry);
+    context = std::max(context, entry.next_context);
+    if (color >= 0 && entry.color == color) chosen.push_back({{entry.key, i}, members_[i]});
+  }
+  runtime_->context_taken(context);
+  if (color < 0) return nullptr;
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<int> members;
+  int new_rank = -1;
+  for (const auto& [order, world_rank] : chosen) {
+    if (order.second == rank_) new_rank = static_cast<int>(members.size());
+    members.push_back(world_rank);
+  }
+  return std::make_shared<Communicator>(runtime_, context, std::move(members), new_rank);
+}
+
+}  // namespace rma

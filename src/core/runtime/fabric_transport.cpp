@@ -1,0 +1,533 @@
+#include "runtime/fabric_transport.hpp"
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+#include <unordered_set>
+
+#include "errors.hpp"
+#include "fabric/check.hpp"
+
+namespace rma {
+
+namespace {
+constexpr size_t kReceiveBuffers = 32;
+constexpr size_t kFragmentBytes = FabricTransport::kFragmentPayload + sizeof(FragmentHeader);
+constexpr size_t kCompletionBatch = 16;
+
+// Set while this thread dispatches active messages, so that a handler that sends (and so
+// makes progress) does not dispatch re-entrantly.
+thread_local bool t_delivering = false;
+
+fi_op to_fi(AtomicOp op) {
+  switch (op) {
+    case AtomicOp::Sum: return FI_SUM;
+    case AtomicOp::Prod: return FI_PROD;
+    case AtomicOp::Min: return FI_MIN;
+    case AtomicOp::Max: return FI_MAX;
+    case AtomicOp::Land: return FI_LAND;
+    case AtomicOp::Lor: return FI_LOR;
+    case AtomicOp::Lxor: return FI_LXOR;
+    case AtomicOp::Band: return FI_BAND;
+    case AtomicOp::Bor: return FI_BOR;
+    case AtomicOp::Bxor: return FI_BXOR;
+    case AtomicOp::Replace: return FI_ATOMIC_WRITE;
+    case AtomicOp::NoOp: return FI_ATOMIC_READ;
+    case AtomicOp::CompareSwap: return FI_CSWAP;
+  }
+  return FI_ATOMIC_OP_LAST;
+}
+
+fi_datatype to_fi(AtomicType type) {
+  switch (type) {
+    case AtomicType::Int8: return FI_INT8;
+    case AtomicType::UInt8: return FI_UINT8;
+    case AtomicType::Int16: return FI_INT16;
+    case AtomicType::UInt16: return FI_UINT16;
+    case AtomicType::Int32: return FI_INT32;
+    case AtomicType::UInt32: return FI_UINT32;
+    case AtomicType::Int64: return FI_INT64;
+    case AtomicType::UInt64: return FI_UINT64;
+    case AtomicType::Float32: return FI_FLOAT;
+    case AtomicType::Float64: return FI_DOUBLE;
+    case AtomicType::Complex64: return FI_FLOAT_COMPLEX;
+    case AtomicType::Complex128: return FI_DOUBLE_COMPLEX;
+  }
+  return FI_DATATYPE_LAST;
+}
+}  // namespace
+
+// The context of one posted libfabric operation. Standard layout with the fi_context2 first,
+// so the op_context libfabric hands back is the Operation's own address.
+struct FabricTransport::Operation {
+  enum class Kind : uint8_t { Send, Receive, OneSided };
+  fi_context2 context;
+  Kind kind;
+  int target;
+  size_t length;
+  std::byte* data;  // send: header + payload; receive: landing buffer; one-sided: null
+
+  Operation(Kind k, int t, size_t bytes)
+      : context{}, kind(k), target(t), length(bytes), data(bytes ? new std::byte[bytes] : nullptr) {}
+  ~Operation() { delete[] data; }
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  static Operation* from(void* op_context) { return static_cast<Operation*>(op_context); }
+};
+
+class FabricTransport::Region final : public LocalRegion {
+ public:
+  Region(fabric::MemoryRegion mr, RegionDescriptor descriptor)
+      : mr_(std::move(mr)), descriptor_(descriptor) {}
+  RegionDescriptor descriptor() const override { return descriptor_; }
+
+ private:
+  fabric::MemoryRegion mr_;
+  RegionDescriptor descriptor_;
+};
+
+fabric::Info FabricTransport::hints(const std::string& provider) {
+  auto hints = fabric::Info::allocate();
+  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+  hints->ep_attr->type = FI_EP_RDM;
+  // Every mode we can honour; FI_MR_LOCAL is left out so origin buffers need no registration.
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->av_type = FI_AV_TABLE;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  // No msg_order: ordering requests disable shm's fast path and rxm refuses some; active
+  // messages carry sequence numbers instead.
+  if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());  // fi_freeinfo frees it
+  return hints;
+}
+
+FabricTransport::FabricTransport(const FabricOptions& options)
+    : Transport(options.rank, options.size),
+      issued_(options.size),
+      completed_(options.size),
+      errors_(options.size),
+      next_sequence_(options.size),
+      assembler_(options.size),
+      timeout_seconds_(options.timeout_seconds) {
+  static_assert(std::is_standard_layout_v<Operation>);
+  fabric::Info hints = FabricTransport::hints(options.provider);
+  const char* node = options.node.empty() ? nullptr : options.node.c_str();
+  info_.emplace(fabric::get_info(hints, node, node ? FI_SOURCE : 0));
+  fi_info* info = info_->get();
+  provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : options.provider;
+  mr_mode_ = info->domain_attr->mr_mode;
+
+  fabric_.emplace(info);
+  domain_.emplace(*fabric_, info);
+  cq_.emplace(*domain_, 4096);
+  av_.emplace(*domain_, static_cast<size_t>(options.size));
+  endpoint_.emplace(*domain_, info);
+  endpoint_->bind(*cq_, FI_TRANSMIT | FI_RECV);
+  endpoint_->bind(*av_);
+  endpoint_->enable();
+  address_ = endpoint_->name();
+
+  std::lock_guard lock(fabric_mutex_);
+  for (size_t i = 0; i < kReceiveBuffers; ++i) {
+    receives_.push_back(std::make_unique<Operation>(Operation::Kind::Receive, -1, kFragmentBytes));
+    post_receive(receives_.back().get());
+  }
+}
+
+FabricTransport::~FabricTransport() {
+  // Closing the endpoint cancels the posted receives and abandons unfinished sends; only then
+  // may their buffers go.
+  std::lock_guard lock(fabric_mutex_);
+  endpoint_.reset();
+  av_.reset();
+  cq_.reset();
+  domain_.reset();
+  fabric_.reset();
+  for (Operation* send : live_sends_) delete send;
+}
+
+void FabricTransport::connect(const std::vector<std::vector<std::byte>>& names) {
+  if (names.size() != static_cast<size_t>(size())) {
+    throw UsageError("rma: connect needs " + std::to_string(size()) + " endpoint names, got " +
+                     std::to_string(names.size()));
+  }
+  std::lock_guard lock(fabric_mutex_);
+  av_->insert(names);
+  connected_ = true;
+}
+
+void FabricTransport::check_target(int target, const char* call) const {
+  if (target < 0 || target >= size()) {
+    throw UsageError(std::string("rma: ") + call + ": rank " + std::to_string(target) +
+                     " is not in the job (size " + std::to_string(size()) + ")");
+  }
+  if (!connected_) throw RmaError(std::string("rma: ") + call + " before the job was connected");
+}
+
+void FabricTransport::post_receive(Operation* receive) {
+  // Called under fabric_mutex_. A receive that cannot be reposted now (-FI_EAGAIN) is
+  // retried by the next pass of progress.
+  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, nullptr,
+                       FI_ADDR_UNSPEC, &receive->context);
+  if (rc == -FI_EAGAIN) {
+    unposted_receives_.push_back(receive);
+    return;
+  }
+  fabric::check(rc, "fi_recv");
+}
+
+template <class Post>
+void FabricTransport::post(int target, const char* call, Post&& try_post) {
+  Deadline deadline = Deadline::after(timeout_seconds_);
+  Backoff backoff;
+  for (;;) {
+    long rc;
+    {
+      std::lock_guard lock(fabric_mutex_);
+      rc = try_post();
+    }
+    if (rc == 0) return;
+    if (rc != -FI_EAGAIN) fabric::check(rc, call, "to rank " + std::to_string(target));
+    // The provider's queues are full or the peer has not connected yet: progress, then retry.
+    if (progress()) backoff.reset();
+    std::string what = std::string(call) + " to rank " + std::to_string(target);
+    peers().check(target, rank(), what);
+    if (deadline.expired()) {
+      throw TimeoutError("rma: " + what + " on rank " + std::to_string(rank()) +
+                         " could not be posted within the deadline (RMA_TIMEOUT)");
+    }
+    backoff.idle();
+  }
+}
+
+std::unique_ptr<LocalRegion> FabricTransport::register_region(void* base, size_t length) {
+  uint64_t key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_.fetch_add(1);
+  std::lock_guard lock(fabric_mutex_);
+  const fabric::Endpoint* bind_to = (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr;
+  fabric::MemoryRegion mr(*domain_, base, length,
+                          FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, key, bind_to);
+  RegionDescriptor descriptor;
+  descriptor.base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
+  descriptor.key = mr.key();
+  descriptor.length = length;
+  return std::make_unique<Region>(std::move(mr), descriptor);
+}
+
+void FabricTransport::write(int target, const void* source, size_t length,
+                            const RemoteAddress& destination) {
+  check_target(target, "write");
+  if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
+  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  iovec iov{const_cast<void*>(source), length};
+  fi_rma_iov remote{destination.region.base + destination.offset, length, destination.region.key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(target);
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.context = &op->context;
+  try {
+    post(target, "fi_writemsg", [&] {
+      ssize_t rc = fi_writemsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+      if (rc == 0) ++issued_[target];
+      return rc;
+    });
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
+void FabricTransport::read(int target, void* destination, size_t length,
+                           const RemoteAddress& source) {
+  check_target(target, "read");
+  if (length == 0) return;
+  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  iovec iov{destination, length};
+  fi_rma_iov remote{source.region.base + source.offset, length, source.region.key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(target);
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.context = &op->context;
+  try {
+    post(target, "fi_readmsg", [&] {
+      ssize_t rc = fi_readmsg(endpoint_->get(), &msg, FI_COMPLETION);
+      if (rc == 0) ++issued_[target];
+      return rc;
+    });
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
+void FabricTransport::atomic(int target, AtomicOp op_code, AtomicType type, size_t count,
+                             const void* operand, const void* compare, void* result,
+                             const RemoteAddress& destination) {
+  check_target(target, "atomic");
+  if (count == 0) return;
+  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  fi_ioc local{const_cast<void*>(operand), count};
+  fi_ioc fetched{result, count};
+  fi_ioc comparand{const_cast<void*>(compare), count};
+  fi_rma_ioc remote{destination.region.base + destination.offset, count, destination.region.key};
+  fi_msg_atomic msg{};
+  msg.msg_iov = &local;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(target);
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.datatype = to_fi(type);
+  msg.op = to_fi(op_code);
+  msg.context = &op->context;
+  try {
+    if (op_code == AtomicOp::CompareSwap) {
+      post(target, "fi_compare_atomicmsg", [&] {
+        ssize_t rc = fi_compare_atomicmsg(endpoint_->get(), &msg, &comparand, nullptr, 1,
+                                          &fetched, nullptr, 1, FI_COMPLETION);
+        if (rc == 0) ++issued_[target];
+        return rc;
+      });
+    } else if (result != nullptr) {
+      post(target, "fi_fetch_atomicmsg", [&] {
+        ssize_t rc =
+            fi_fetch_atomicmsg(endpoint_->get(), &msg, &fetched, nullptr, 1, FI_COMPLETION);
+        if (rc == 0) ++issued_[target];
+        return rc;
+      });
+    } else {
+      post(target, "fi_atomicmsg", [&] {
+        ssize_t rc = fi_atomicmsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+        if (rc == 0) ++issued_[target];
+        return rc;
+      });
+    }
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
+size_t FabricTransport::atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) {
+  uint64_t flags = kind == AtomicKind::Fetch     ? FI_FETCH_ATOMIC
+                   : kind == AtomicKind::Compare ? FI_COMPARE_ATOMIC
+                                                 : 0;
+  fi_atomic_attr attr{};
+  std::lock_guard lock(fabric_mutex_);
+  int rc = fi_query_atomic(domain_->get(), to_fi(type), to_fi(op), &attr, flags);
+  return rc == 0 ? attr.count : 0;
+}
+
+void FabricTransport::set_handler(uint16_t id, ActiveMessageHandler handler) {
+  std::lock_guard lock(delivery_mutex_);
+  if (handlers_.size() <= id) handlers_.resize(id + 1);
+  handlers_[id] = std::move(handler);
+}
+
+void FabricTransport::send(int target, uint16_t handler, std::span<const std::byte> payload) {
+  check_target(target, "send");
+  uint64_t sequence;
+  {
+    std::lock_guard lock(sequence_mutex_);
+    sequence = next_sequence_[target]++;
+  }
+  FragmentHeader header{static_cast<uint32_t>(rank()), handler, 0, sequence, 0, payload.size()};
+  if (target == rank()) {
+    // To itself a message needs no fabric and no fragmenting.
+    std::vector<std::pair<FragmentHeader, std::vector<std::byte>>> local;
+    local.emplace_back(header, std::vector<std::byte>(payload.begin(), payload.end()));
+    deliver(std::move(local));
+    return;
+  }
+  size_t offset = 0;
+  do {
+    size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
+    header.offset = offset;
+    auto* op = new Operation(Operation::Kind::Send, target, sizeof header + chunk);
+    std::memcpy(op->data, &header, sizeof header);
+    if (chunk) std::memcpy(op->data + sizeof header, payload.data() + offset, chunk);
+    try {
+      post(target, "fi_send", [&] {
+        ssize_t rc = fi_send(endpoint_->get(), op->data, op->length, nullptr,
+                             static_cast<fi_addr_t>(target), &op->context);
+        if (rc == 0) {
+          live_sends_.insert(op);
+          ++sends_outstanding_;
+        }
+        return rc;
+      });
+    } catch (...) {
+      delete op;
+      throw;
+    }
+    offset += chunk;
+  } while (offset < payload.size());
+}
+
+bool FabricTransport::progress() {
+  fi_cq_data_entry entries[kCompletionBatch];
+  fi_cq_err_entry error;
+  std::vector<std::pair<FragmentHeader, std::vector<std::byte>>> arrived;
+  long count;
+  {
+    std::lock_guard lock(fabric_mutex_);
+    if (!cq_) return false;
+    for (size_t i = unposted_receives_.size(); i > 0; --i) {
+      Operation* receive = unposted_receives_.back();
+      unposted_receives_.pop_back();
+      post_receive(receive);
+    }
+    count = cq_->read(entries, kCompletionBatch, &error);
+    bool error_read = count < 0;
+    if (error_read) {
+      Operation* op = Operation::from(error.op_context);
+      char detail[256] = {0};
+      fi_cq_strerror(cq_->get(), error.prov_errno, error.err_data, detail, sizeof detail);
+      std::string text = std::string(fi_strerror(error.err)) + (detail[0] ? std::string(": ") + detail : "");
+      if (op == nullptr) {
+        std::fprintf(stderr, "rma: completion error without context: %s\n", text.c_str());
+      } else if (op->kind == Operation::Kind::Receive) {
+        if (error.err != FI_ECANCELED) post_receive(op);
+      } else {
+        std::string& first = errors_[op->target];
+        if (first.empty()) {
+          first = std::string(op->kind == Operation::Kind::Send ? "message" : "one-sided operation") +
+                  " to rank " + std::to_string(op->target) + " failed: " + text;
+        }
+        if (op->kind == Operation::Kind::Send) {
+          live_sends_.erase(op);
+          --sends_outstanding_;
+        } else {
+          ++completed_[op->target];
+        }
+        delete op;
+      }
+      count = 1;
+    }
+    // (count is 1 after an error entry, whose entries[] were not filled)
+    if (count > 0 && !error_read) {
+      for (long i = 0; i < count; ++i) {
+        fi_cq_data_entry& entry = entries[i];
+        Operation* op = Operation::from(entry.op_context);
+        switch (op->kind) {
+          case Operation::Kind::Receive: {
+            if (entry.len < sizeof(FragmentHeader)) {
+              std::fprintf(stderr, "rma: dropped a %zu-byte message without header\n", entry.len);
+            } else {
+              FragmentHeader header;
+              std::memcpy(&header, op->data, sizeof header);
+              arrived.emplace_back(header, std::vector<std::byte>(op->data + sizeof header,
+                                                                  op->data + entry.len));
+            }
+            post_receive(op);
+            break;
+          }
+          case Operation::Kind::Send:
+            live_sends_.erase(op);
+            --sends_outstanding_;
+            delete op;
+            break;
+          case Operation::Kind::OneSided:
+            ++completed_[op->target];
+            delete op;
+            break;
+        }
+      }
+    }
+  }
+  bool waiting = has_pending_.load(std::memory_order_acquire);
+  if (!arrived.empty() || waiting) deliver(std::move(arrived));
+  return count > 0;
+}
+
+void FabricTransport::deliver(
+    std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>&& fragments) {
+  if (!fragments.empty()) {
+    std::lock_guard lock(pending_mutex_);
+    for (auto& fragment : fragments) pending_.push_back(std::move(fragment));
+    has_pending_.store(true, std::memory_order_release);
+  }
+  // A handler that sends may get here again on its own thread: leave the fragments for the
+  // dispatch loop already running below us.
+  if (t_delivering) return;
+  for (;;) {
+    std::unique_lock delivery(delivery_mutex_, std::try_to_lock);
+    if (!delivery.owns_lock()) return;  // the thread that owns it dispatches ours too
+    t_delivering = true;
+    for (;;) {
+      std::vector<std::pair<FragmentHeader, std::vector<std::byte>>> batch;
+      {
+        std::lock_guard lock(pending_mutex_);
+        batch.swap(pending_);
+        has_pending_.store(false, std::memory_order_release);
+      }
+      if (batch.empty()) break;
+      std::vector<ActiveMessage> ready;
+      for (auto& [header, payload] : batch) {
+        try {
+          assembler_.add(header, payload, ready);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+        }
+      }
+      for (auto& message : ready) {
+        if (message.handler >= handlers_.size() || !handlers_[message.handler]) {
+          std::fprintf(stderr, "rma: rank %d: no handler %u for a message from rank %d\n", rank(),
+                       message.handler, message.source);
+          continue;
+        }
+        try {
+          handlers_[message.handler](message.source, std::move(message.payload));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "rma: rank %d: active-message handler %u failed: %s\n", rank(),
+                       message.handler, e.what());
+        }
+      }
+    }
+    t_delivering = false;
+    delivery.unlock();
+    // Fragments queued while we were finishing would otherwise wait for the next progress pass.
+    if (!has_pending_.load(std::memory_order_acquire)) return;
+  }
+}
+
+void FabricTransport::flush(int target, const Deadline& deadline) {
+  check_target(target, "flush");
+  wait_until(
+      [&] {
+        std::lock_guard lock(fabric_mutex_);
+        return completed_[target] == issued_[target];
+      },
+      deadline, std::span<const int>(&target, 1),
+      [&] { return "flush of rank " + std::to_string(target); });
+  std::string failure;
+  {
+    std::lock_guard lock(fabric_mutex_);
+    failure.swap(errors_[target]);
+  }
+  if (!failure.empty()) throw RmaError("rma: rank " + std::to_string(rank()) + ": " + failure);
+}
+
+void FabricTransport::flush_all(const Deadline& deadline) {
+  for (int target = 0; target < size(); ++target) flush(target, deadline);
+}
+
+void FabricTransport::flush_sends(const Deadline& deadline) {
+  std::vector<int> everyone(size());
+  for (int i = 0; i < size(); ++i) everyone[i] = i;
+  wait_until([&] { return sends_outstanding_.load() == 0; }, deadline, everyone,
+             [] { return std::string("waiting for messages to leave"); });
+}
+
+}  // namespace rma

@@ -1,0 +1,55 @@
+// Reassembly and ordering of active messages. A message travels as one or more fragments;
+// fragments may arrive in any order (we ask the provider for no ordering), and messages are
+// handed on in the order each source sent them, which gives send/recv MPI's non-overtaking rule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace rma {
+
+// Travels in front of every fragment.
+struct FragmentHeader {
+  uint32_t source;    // world rank of the sender
+  uint16_t handler;   // which active-message handler receives the message
+  uint16_t reserved;
+  uint64_t sequence;  // per (source, destination), from 0
+  uint64_t offset;    // of this fragment's payload within the message
+  uint64_t total;     // message length in bytes
+};
+static_assert(sizeof(FragmentHeader) == 32);
+
+struct ActiveMessage {
+  int source;
+  uint16_t handler;
+  std::vector<std::byte> payload;
+};
+
+class MessageAssembler {
+ public:
+  explicit MessageAssembler(int sources);
+  // Takes one fragment; appends to `ready` every message this completes, in source order.
+  // Throws RmaError on a malformed fragment.
+  void add(const FragmentHeader& header, std::span<const std::byte> payload,
+           std::vector<ActiveMessage>& ready);
+  // Messages begun or waiting for earlier ones (for diagnostics and tests).
+  size_t pending() const;
+
+ private:
+  struct Partial {
+    uint16_t handler = 0;
+    std::vector<std::byte> data;
+    uint64_t received = 0;
+  };
+  struct Source {
+    uint64_t next = 0;                   // the sequence number to hand on next
+    std::map<uint64_t, Partial> partial;  // by sequence number
+  };
+  void release_in_order(int source, std::vector<ActiveMessage>& ready);
+  std::vector<Source> sources_;
+};
+
+}  // namespace rma

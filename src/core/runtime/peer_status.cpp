@@ -1,0 +1,40 @@
+#include "runtime/peer_status.hpp"
+
+#include "errors.hpp"
+
+namespace rma {
+
+PeerStatus::PeerStatus(int size) : size_(size), dead_(new std::atomic<bool>[size]) {
+  for (int i = 0; i < size; ++i) dead_[i].store(false);
+}
+
+void PeerStatus::mark_dead(int rank) noexcept {
+  if (rank == -1) {
+    job_lost_.store(true, std::memory_order_release);
+  } else if (rank >= 0 && rank < size_) {
+    dead_[rank].store(true, std::memory_order_release);
+  }
+  any_dead_.store(true, std::memory_order_release);
+}
+
+bool PeerStatus::dead(int rank) const noexcept {
+  if (job_lost_.load(std::memory_order_acquire)) return true;
+  return rank >= 0 && rank < size_ && dead_[rank].load(std::memory_order_acquire);
+}
+
+void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::string& during) const {
+  if (!any_dead()) return;
+  if (job_lost_.load(std::memory_order_acquire)) {
+    throw PeerError("rma: rank " + std::to_string(my_rank) + " lost contact with the job " +
+                    "(the launcher's rendezvous store is gone) during " + during);
+  }
+  for (int rank : ranks) {
+    if (rank != my_rank && dead(rank)) {
+      throw PeerError("rma: rank " + std::to_string(rank) +
+                      " died (its process ended without rma.finalize()) while rank " +
+                      std::to_string(my_rank) + " was in " + during);
+    }
+  }
+}
+
+}  // namespace rma

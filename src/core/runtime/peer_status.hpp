@@ -1,0 +1,33 @@
+// Which ranks of the job are known to be dead. The bootstrap layer learns of deaths (the
+// rendezvous store sees a rank's connection close without a goodbye) and marks them here;
+// every blocking wait checks the ranks it depends on, so a death becomes PeerError, not a hang.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace rma {
+
+class PeerStatus {
+ public:
+  explicit PeerStatus(int size);
+  // rank == -1 means contact with the whole job was lost (the launcher is gone).
+  void mark_dead(int rank) noexcept;
+  bool dead(int rank) const noexcept;
+  bool any_dead() const noexcept { return any_dead_.load(std::memory_order_acquire); }
+  // Throws PeerError if one of `ranks` (world ranks) is dead; `during` names the waiting call.
+  void check(std::span<const int> ranks, int my_rank, const std::string& during) const;
+  void check(int rank, int my_rank, const std::string& during) const {
+    check(std::span<const int>(&rank, 1), my_rank, during);
+  }
+
+ private:
+  int size_;
+  std::unique_ptr<std::atomic<bool>[]> dead_;
+  std::atomic<bool> any_dead_{false};
+  std::atomic<bool> job_lost_{false};
+};
+
+}  // namespace rma

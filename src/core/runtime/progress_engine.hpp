@@ -1,0 +1,31 @@
+// A thread that keeps the transport moving while the user's code does something else (computes,
+// sleeps, holds the GIL): incoming active messages are handled without the user calling in.
+// It polls with backoff and sleeps when idle, so an idle rank costs little CPU. Callers that
+// wait for something poll the transport themselves and do not depend on this thread's wake-ups.
+#pragma once
+
+#include <atomic>
+#include <thread>
+
+#include "runtime/transport.hpp"
+
+namespace rma {
+
+class ProgressEngine {
+ public:
+  // max_sleep_us bounds the delay between an arriving message and its handling when idle.
+  ProgressEngine(Transport& transport, int max_sleep_us);
+  ~ProgressEngine();  // stop()
+  ProgressEngine(const ProgressEngine&) = delete;
+  ProgressEngine& operator=(const ProgressEngine&) = delete;
+  void stop();
+
+ private:
+  void run();
+  Transport& transport_;
+  int max_sleep_us_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace rma

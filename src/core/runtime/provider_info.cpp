@@ -1,0 +1,31 @@
+#include "runtime/provider_info.hpp"
+
+#include <rdma/fabric.h>
+
+#include <algorithm>
+
+#include "runtime/fabric_transport.hpp"
+
+namespace rma {
+
+std::string libfabric_version() {
+  uint32_t version = fi_version();
+  return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
+}
+
+std::vector<std::string> usable_providers() {
+  fabric::Info hints = FabricTransport::hints("");
+  fi_info* found = nullptr;
+  std::vector<std::string> names;
+  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;
+  fabric::Info owner(found);
+  for (fi_info* info = found; info != nullptr; info = info->next) {
+    std::string name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+}  // namespace rma

@@ -1,0 +1,96 @@
+#include "runtime/runtime.hpp"
+
+#include <cstring>
+
+#include "errors.hpp"
+#include "runtime/communicator.hpp"
+
+namespace rma {
+
+Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    throw UsageError("rma: rank " + std::to_string(options.rank) + " is outside a job of size " +
+                     std::to_string(options.size));
+  }
+  FabricOptions fabric;
+  fabric.provider = options.provider;
+  fabric.node = options.node;
+  fabric.rank = options.rank;
+  fabric.size = options.size;
+  fabric.timeout_seconds = options.timeout_seconds;
+  transport_ = std::make_unique<FabricTransport>(fabric);
+  // Communicator messages: [context u32][tag i32][data].
+  transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
+    if (payload.size() < 8) throw RmaError("rma: truncated communicator message");
+    uint32_t context;
+    int32_t tag;
+    std::memcpy(&context, payload.data(), 4);
+    std::memcpy(&tag, payload.data() + 4, 4);
+    payload.erase(payload.begin(), payload.begin() + 8);
+    matcher_.deliver(context, source, tag, std::move(payload));
+  });
+}
+
+Runtime::~Runtime() { finalize(false); }
+
+std::vector<std::byte> Runtime::address() const {
+  require_active_or_unconnected();
+  return transport_->address();
+}
+
+void Runtime::require_active_or_unconnected() const {
+  if (!transport_) throw RmaError("rma: the runtime has been finalized");
+}
+
+void Runtime::connect(const std::vector<std::vector<std::byte>>& names) {
+  require_active_or_unconnected();
+  if (active()) throw RmaError("rma: the runtime is already connected");
+  transport_->connect(names);
+  progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);
+  active_.store(true, std::memory_order_release);
+}
+
+std::shared_ptr<Communicator> Runtime::world() {
+  require_active("world");
+  std::vector<int> everyone(size());
+  for (int i = 0; i < size(); ++i) everyone[i] = i;
+  return std::make_shared<Communicator>(shared_from_this(), 0, std::move(everyone), rank());
+}
+
+void Runtime::mark_peer_dead(int rank) noexcept {
+  if (transport_) transport_->peers().mark_dead(rank);
+}
+
+void Runtime::finalize(bool collective) {
+  if (active() && collective) {
+    try {
+      world()->barrier();
+      transport_->flush_sends(deadline());
+    } catch (const std::exception&) {
+      // Finalizing must not fail: a peer that died or hangs only ends the goodbye early.
+    }
+  }
+  active_.store(false, std::memory_order_release);
+  progress_.reset();
+  transport_.reset();
+}
+
+void Runtime::require_active(const char* call) const {
+  if (!active()) {
+    throw RmaError(std::string("rma: ") + call +
+                   ": the runtime is not running (rma.finalize() was called, or init() failed)");
+  }
+}
+
+Transport& Runtime::transport() {
+  require_active_or_unconnected();
+  return *transport_;
+}
+
+void Runtime::context_taken(uint32_t context) noexcept {
+  uint32_t next = next_context_.load();
+  while (next <= context && !next_context_.compare_exchange_weak(next, context + 1)) {
+  }
+}
+
+}  // namespace rma

@@ -1,0 +1,74 @@
+// One rank's runtime: the transport, the progress engine, the peers' liveness and the queue
+// of arrived point-to-point messages. The bootstrap (rendezvous store) lives above it, in
+// Python: it publishes address() and hands every rank's address to connect().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/fabric_transport.hpp"
+#include "runtime/message_matcher.hpp"
+#include "runtime/progress_engine.hpp"
+
+namespace rma {
+
+class Communicator;
+
+struct RuntimeOptions {
+  int rank = 0;
+  int size = 1;
+  std::string provider = "shm";  // libfabric provider name
+  std::string node;              // bind address for network providers ("" = default)
+  double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
+  int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
+};
+
+// Active-message handler ids; the window layer adds its own.
+enum ActiveMessageId : uint16_t { kCommunicatorMessage = 1 };
+
+class Runtime : public std::enable_shared_from_this<Runtime> {
+ public:
+  // Opens the endpoint; throws FabricError when the provider cannot be used.
+  explicit Runtime(const RuntimeOptions& options);
+  ~Runtime();
+
+  int rank() const noexcept { return options_.rank; }
+  int size() const noexcept { return options_.size; }
+  const RuntimeOptions& options() const noexcept { return options_; }
+  std::string provider() const { return transport_ ? transport_->provider() : std::string(); }
+  std::vector<std::byte> address() const;
+
+  // Makes every rank reachable and starts the progress engine. Call once.
+  void connect(const std::vector<std::vector<std::byte>>& names);
+  // The communicator of all ranks.
+  std::shared_ptr<Communicator> world();
+
+  void mark_peer_dead(int rank) noexcept;
+  // Ends this rank's part in the job. collective=true: a barrier with everyone and a drain of
+  // outgoing messages first (best effort: errors are swallowed, a dead peer does not block).
+  // Then stops progress and closes the endpoint. Idempotent.
+  void finalize(bool collective);
+  bool active() const noexcept { return active_.load(std::memory_order_acquire); }
+  // Throws RmaError naming `call` when finalize() has been called.
+  void require_active(const char* call) const;
+
+  Transport& transport();
+  MessageMatcher& matcher() noexcept { return matcher_; }
+  Deadline deadline() const { return Deadline::after(options_.timeout_seconds); }
+  // Context ids of communicators: a split agrees on the largest next_context() of its members.
+  uint32_t next_context() const noexcept { return next_context_.load(); }
+  void context_taken(uint32_t context) noexcept;
+
+ private:
+  void require_active_or_unconnected() const;
+  RuntimeOptions options_;
+  std::unique_ptr<FabricTransport> transport_;
+  std::unique_ptr<ProgressEngine> progress_;
+  MessageMatcher matcher_;
+  std::atomic<bool> active_{false};
+  std::atomic<uint32_t> next_context_{1};  // 0 is the world
+};
+
+}  // namespace rma

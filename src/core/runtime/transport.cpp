@@ -1,0 +1,31 @@
+#include "runtime/transport.hpp"
+
+#include <cstdio>
+
+#include "errors.hpp"
+
+namespace rma {
+
+void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline,
+                           std::span<const int> watch, const std::function<std::string()>& what) {
+  // The waiter polls the transport itself rather than waiting for the progress thread to wake:
+  // it answers fast while messages flow, and backs off to sleeping when they don't.
+  Backoff backoff;
+  while (!done()) {
+    if (progress()) {
+      backoff.reset();
+      continue;
+    }
+    peers_.check(watch, rank_, what());
+    if (deadline.expired()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
+      throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) +
+                         " did not finish within " + seconds +
+                         " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
+    }
+    backoff.idle();
+  }
+}
+
+}  // namespace rma

@@ -1,0 +1,100 @@
+// The transport interface: everything above it (communicator, and later windows, epochs and
+// locks) moves data only through these calls. Implementations: FabricTransport (libfabric);
+// a shared-memory transport for ranks of one host comes later behind the same interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/message_assembler.hpp"
+#include "runtime/peer_status.hpp"
+#include "runtime/waiting.hpp"
+
+namespace rma {
+
+// What a peer needs in order to reach a registered region; exchanged at window creation.
+struct RegionDescriptor {
+  uint64_t base = 0;    // address peers use for offset 0 (a virtual address or 0)
+  uint64_t key = 0;     // the provider's remote key
+  uint64_t length = 0;  // bytes; every access is checked against it at the origin
+};
+
+// A location in a peer's registered region.
+struct RemoteAddress {
+  RegionDescriptor region;
+  uint64_t offset = 0;
+};
+
+// Memory registered for remote access; deregistered when destroyed.
+class LocalRegion {
+ public:
+  virtual ~LocalRegion() = default;
+  virtual RegionDescriptor descriptor() const = 0;
+};
+
+enum class AtomicOp : uint8_t {
+  Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp, CompareSwap
+};
+enum class AtomicType : uint8_t {
+  Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Complex64, Complex128
+};
+enum class AtomicKind : uint8_t { Plain, Fetch, Compare };
+
+// Receives a whole active message at its target: the source's world rank and the payload.
+using ActiveMessageHandler = std::function<void(int source, std::vector<std::byte>&& payload)>;
+
+class Transport {
+ public:
+  Transport(int rank, int size) : rank_(rank), size_(size), peers_(size) {}
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  PeerStatus& peers() noexcept { return peers_; }
+
+  virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;
+
+  // One-sided operations. They return once posted; the data is visible at the target
+  // (write, atomic) or has landed locally (read, fetched results) after flush(target).
+  // Callers keep the local buffers alive and unchanged until then. Zero lengths are no-ops.
+  virtual void write(int target, const void* source, size_t length,
+                     const RemoteAddress& destination) = 0;
+  virtual void read(int target, void* destination, size_t length, const RemoteAddress& source) = 0;
+  // Element-wise atomic on `count` elements. result is null for AtomicKind::Plain; compare is
+  // used only by AtomicOp::CompareSwap.
+  virtual void atomic(int target, AtomicOp op, AtomicType type, size_t count, const void* operand,
+                      const void* compare, void* result, const RemoteAddress& destination) = 0;
+  // How many elements one native atomic may carry for this op and type; 0 = not native.
+  virtual size_t atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) = 0;
+
+  // Active messages: any size; delivered to the target's handler in the order sent by each
+  // source, by whichever thread makes progress there. Handlers must not block.
+  virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
+  virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
+
+  // Waits until every one-sided operation issued to target is complete; throws the first error.
+  virtual void flush(int target, const Deadline& deadline) = 0;
+  virtual void flush_all(const Deadline& deadline) = 0;
+  // Waits until every active message sent has left this process.
+  virtual void flush_sends(const Deadline& deadline) = 0;
+  // One pass of progress: completions, arrived messages. True if anything happened.
+  virtual bool progress() = 0;
+
+  // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
+  // TimeoutError at the deadline; `what` names the waiting call for those messages.
+  void wait_until(const std::function<bool()>& done, const Deadline& deadline,
+                  std::span<const int> watch, const std::function<std::string()>& what);
+
+ private:
+  int rank_, size_;
+  PeerStatus peers_;
+};
+
+}  // namespace rma

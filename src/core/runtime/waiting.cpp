@@ -1,0 +1,27 @@
+#include "runtime/waiting.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace rma {
+
+Deadline Deadline::after(double seconds) {
+  if (seconds <= 0) return never();
+  auto span = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return Deadline(Clock::now() + span, seconds);
+}
+
+void Backoff::idle() {
+  ++round_;
+  if (round_ <= spins_) return;
+  if (round_ <= spins_ + yields_) {
+    sched_yield();
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+  sleep_us_ = std::min(sleep_us_ * 2, max_sleep_us_);
+}
+
+}  // namespace rma
