@@ -60,6 +60,17 @@ fi_datatype to_fi(AtomicType type) {
   }
   return FI_DATATYPE_LAST;
 }
+size_t atomic_type_size(AtomicType type) {
+  switch (type) {
+    case AtomicType::Int8: case AtomicType::UInt8: return 1;
+    case AtomicType::Int16: case AtomicType::UInt16: return 2;
+    case AtomicType::Int32: case AtomicType::UInt32: case AtomicType::Float32: return 4;
+    case AtomicType::Int64: case AtomicType::UInt64: case AtomicType::Float64:
+    case AtomicType::Complex64: return 8;
+    case AtomicType::Complex128: return 16;
+  }
+  return 16;
+}
 }  // namespace
 
 // The context of one posted libfabric operation. Standard layout with the fi_context2 first,
@@ -122,6 +133,7 @@ FabricTransport::FabricTransport(const FabricOptions& options)
   info_.emplace(fabric::get_info(hints, node, node ? FI_SOURCE : 0));
   fi_info* info = info_->get();
   provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : options.provider;
+  plain_atomics_fetch_ = provider_ == "shm";
   mr_mode_ = info->domain_attr->mr_mode;
 
   fabric_.emplace(info);
@@ -277,7 +289,13 @@ void FabricTransport::atomic(int target, AtomicOp op_code, AtomicType type, size
                              const RemoteAddress& destination) {
   check_target(target, "atomic");
   if (count == 0) return;
-  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  // shm 1.17 applies a delivery-complete atomic twice when its response queue fills up
+  // (measured: whole batches replayed). A fetching atomic is applied once and completes only
+  // after it was applied, so on shm a plain atomic fetches into a scratch buffer instead.
+  bool fetch_instead = result == nullptr && plain_atomics_fetch_;
+  size_t scratch = fetch_instead ? count * atomic_type_size(type) : 0;
+  auto* op = new Operation(Operation::Kind::OneSided, target, scratch);
+  if (fetch_instead) result = op->data;
   fi_ioc local{const_cast<void*>(operand), count};
   fi_ioc fetched{result, count};
   fi_ioc comparand{const_cast<void*>(compare), count};

@@ -84,6 +84,7 @@ class FabricTransport final : public Transport {
   std::vector<std::byte> address_;
   bool connected_ = false;
   uint64_t mr_mode_ = 0;
+  bool plain_atomics_fetch_ = false;  // see atomic(): a shm 1.17 workaround
   std::atomic<uint64_t> next_key_{1};  // for providers that let us choose keys
 
   // Guards every libfabric call and the counters below.

@@ -1,0 +1,338 @@
+// The libfabric transport between real processes: active messages (order, sizes, self),
+// write/read/atomics with remote completion, the progress engine, dead peers and deadlines.
+// Each case forks its ranks; every rank opens its own endpoint after the fork.
+#include "runtime/fabric_transport.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "check.hpp"
+#include "errors.hpp"
+#include "fabric/check.hpp"
+#include "runtime/progress_engine.hpp"
+
+namespace {
+using rma::AtomicKind;
+using rma::AtomicOp;
+using rma::AtomicType;
+using rma::Deadline;
+using rma::FabricTransport;
+using rma::RegionDescriptor;
+using rma::RemoteAddress;
+using Bytes = std::vector<std::byte>;
+
+constexpr uint16_t kBarrier = 20, kDescriptor = 21, kData = 22, kNote = 23;
+
+// Blocking write/read of everything on a socket (the fork harness's address exchange).
+void write_all(int fd, const void* data, size_t length) {
+  auto p = static_cast<const char*>(data);
+  while (length > 0) {
+    ssize_t n = ::write(fd, p, length);
+    if (n <= 0) std::_Exit(90);
+    p += n;
+    length -= static_cast<size_t>(n);
+  }
+}
+void read_all(int fd, void* data, size_t length) {
+  auto p = static_cast<char*>(data);
+  while (length > 0) {
+    ssize_t n = ::read(fd, p, length);
+    if (n <= 0) std::_Exit(91);
+    p += n;
+    length -= static_cast<size_t>(n);
+  }
+}
+
+// What every rank of a test job has: the transport, a barrier and everyone's region.
+struct Rank {
+  FabricTransport& transport;
+  int rank, size;
+  std::mutex mutex;
+  std::map<int, int> arrivals;  // barrier phase -> ranks arrived
+  std::vector<RegionDescriptor> regions;
+  int regions_known = 0;
+
+  explicit Rank(FabricTransport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
+    transport.set_handler(kBarrier, [this](int, Bytes&& payload) {
+      int phase;
+      std::memcpy(&phase, payload.data(), sizeof phase);
+      std::lock_guard lock(mutex);
+      ++arrivals[phase];
+    });
+    transport.set_handler(kDescriptor, [this](int source, Bytes&& payload) {
+      std::lock_guard lock(mutex);
+      std::memcpy(&regions[source], payload.data(), sizeof(RegionDescriptor));
+      ++regions_known;
+    });
+  }
+
+  template <class Done>
+  void wait(Done done, const char* what) {
+    transport.wait_until(done, Deadline::after(30), {}, [what] { return std::string(what); });
+  }
+
+  void barrier(int phase) {
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != rank) transport.send(peer, kBarrier, std::as_bytes(std::span(&phase, 1)));
+    }
+    wait([&] { std::lock_guard lock(mutex); return arrivals[phase] == size - 1; }, "barrier");
+  }
+
+  void publish(const RegionDescriptor& mine) {
+    for (int peer = 0; peer < size; ++peer) {
+      transport.send(peer, kDescriptor, std::as_bytes(std::span(&mine, 1)));
+    }
+    wait([&] { std::lock_guard lock(mutex); return regions_known == size; }, "region exchange");
+  }
+};
+
+// Forks `size` ranks that run body(rank) over `provider`; CHECKs that each exits 0 in time.
+void run_job(const std::string& provider, int size, const std::function<void(Rank&)>& body) {
+  std::vector<int> parent_ends;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < size; ++r) {
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) std::abort();
+    pid_t pid = fork();
+    if (pid == 0) {
+      ::close(ends[0]);
+      test::passed() = test::failed() = 0;  // the child counts only its own checks
+      int status = 1;
+      try {
+        rma::FabricOptions options;
+        options.provider = provider;
+        options.node = provider == "shm" ? "" : "127.0.0.1";
+        options.rank = r;
+        options.size = size;
+        options.timeout_seconds = 30;
+        FabricTransport transport(options);
+        Rank rank(transport);  // handlers are in place before anyone knows our address
+        Bytes name = transport.address();
+        uint64_t length = name.size();
+        write_all(ends[1], &length, sizeof length);
+        write_all(ends[1], name.data(), name.size());
+        std::vector<Bytes> names(size);
+        for (auto& other : names) {
+          read_all(ends[1], &length, sizeof length);
+          other.resize(length);
+          read_all(ends[1], other.data(), length);
+        }
+        transport.connect(names);
+        body(rank);
+        rank.barrier(1000);  // nobody tears down while a peer still needs it
+        transport.flush_sends(Deadline::after(30));
+        status = test::failed() == 0 ? 0 : 1;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d (%s): %s\n", r, provider.c_str(), e.what());
+      }
+      std::fflush(nullptr);
+      std::_Exit(status);
+    }
+    ::close(ends[1]);
+    parent_ends.push_back(ends[0]);
+    pids.push_back(pid);
+  }
+  // Relay the names: everyone gets every rank's, in rank order.
+  std::vector<Bytes> names(size);
+  for (int r = 0; r < size; ++r) {
+    uint64_t length;
+    read_all(parent_ends[r], &length, sizeof length);
+    names[r].resize(length);
+    read_all(parent_ends[r], names[r].data(), length);
+  }
+  for (int r = 0; r < size; ++r) {
+    for (const Bytes& name : names) {
+      uint64_t length = name.size();
+      write_all(parent_ends[r], &length, sizeof length);
+      write_all(parent_ends[r], name.data(), name.size());
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  for (int r = 0; r < size; ++r) {
+    int status = -1;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "%s: rank %d hung; killing it\n", provider.c_str(), r);
+        kill(pids[r], SIGKILL);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::close(parent_ends[r]);
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) std::fprintf(stderr, "%s: rank %d of %d failed (status %d)\n", provider.c_str(), r, size, status);
+    CHECK(ok);
+  }
+}
+
+uint8_t pattern(int source, int message, size_t index) {
+  return static_cast<uint8_t>(source * 31 + message * 7 + index);
+}
+
+void active_messages(Rank& me) {
+  // Every rank sends every rank (itself too) messages of awkward sizes, one of them larger
+  // than a fragment; each arrives whole and in the order its source sent it.
+  const std::vector<size_t> sizes = {0, 1, 1000, 3 * FabricTransport::kFragmentPayload + 17, 7, 65536};
+  std::mutex mutex;
+  std::vector<int> next(me.size, 0);
+  int received = 0, wrong = 0;
+  me.transport.set_handler(kData, [&](int source, Bytes&& payload) {
+    std::lock_guard lock(mutex);
+    int message = next[source]++;
+    bool ok = payload.size() == sizes[message];
+    for (size_t i = 0; ok && i < payload.size(); ++i) {
+      ok = payload[i] == std::byte{pattern(source, message, i)};
+    }
+    if (!ok) ++wrong;
+    ++received;
+  });
+  me.barrier(1);
+  for (int peer = 0; peer < me.size; ++peer) {
+    for (size_t m = 0; m < sizes.size(); ++m) {
+      Bytes payload(sizes[m]);
+      for (size_t i = 0; i < payload.size(); ++i) payload[i] = std::byte{pattern(me.rank, int(m), i)};
+      me.transport.send(peer, kData, payload);
+    }
+  }
+  me.wait([&] { std::lock_guard lock(mutex); return received == me.size * int(sizes.size()); },
+          "all messages");
+  CHECK(wrong == 0);
+  me.barrier(2);
+}
+
+void one_sided(Rank& me) {
+  const size_t kBytes = 4096;
+  auto* memory = static_cast<std::byte*>(std::aligned_alloc(4096, kBytes));
+  std::memset(memory, 0, kBytes);
+  auto region = me.transport.register_region(memory, kBytes);
+  me.publish(region->descriptor());
+  int right = (me.rank + 1) % me.size, left = (me.rank - 1 + me.size) % me.size;
+
+  // write: 64 bytes of (rank + 1) into the right neighbour's slot for us.
+  std::vector<uint8_t> out(64, static_cast<uint8_t>(me.rank + 1));
+  me.transport.write(right, out.data(), out.size(), RemoteAddress{me.regions[right], 64u * me.rank});
+  me.transport.flush(right, Deadline::after(30));
+  me.barrier(10);
+  bool landed = true;
+  for (int i = 0; i < 64; ++i) landed &= memory[64 * left + i] == std::byte(left + 1);
+  CHECK(landed);
+
+  // read back what we wrote.
+  std::vector<uint8_t> back(64, 0);
+  me.transport.read(right, back.data(), back.size(), RemoteAddress{me.regions[right], 64u * me.rank});
+  me.transport.flush(right, Deadline::after(30));
+  CHECK(back == out);
+
+  // atomics on rank 0: a sum from everyone, distinct fetched tickets, one compare-and-swap winner.
+  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Int64, AtomicKind::Plain) >= 1);
+  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Complex128, AtomicKind::Plain) == 0);
+  int64_t one = 1;
+  for (int i = 0; i < 200; ++i) {
+    me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, nullptr,
+                        RemoteAddress{me.regions[0], 2048});
+  }
+  int64_t ticket = -1;
+  me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, &ticket,
+                      RemoteAddress{me.regions[0], 2056});
+  int64_t mine = me.rank + 1, expected = 0, seen = -1;
+  me.transport.atomic(0, AtomicOp::CompareSwap, AtomicType::Int64, 1, &mine, &expected, &seen,
+                      RemoteAddress{me.regions[0], 2064});
+  me.transport.flush(0, Deadline::after(30));
+  CHECK(ticket >= 0 && ticket < me.size);
+  std::mutex mutex;
+  std::vector<int64_t> notes;
+  me.transport.set_handler(kNote, [&](int, Bytes&& payload) {
+    int64_t values[2];
+    std::memcpy(values, payload.data(), sizeof values);
+    std::lock_guard lock(mutex);
+    notes.push_back(values[0]);
+    notes.push_back(values[1]);
+  });
+  me.barrier(11);
+  int64_t report[2] = {ticket, seen};
+  me.transport.send(0, kNote, std::as_bytes(std::span(report)));
+  if (me.rank == 0) {
+    me.wait([&] { std::lock_guard lock(mutex); return notes.size() == 2u * me.size; }, "notes");
+    int64_t total;
+    std::memcpy(&total, memory + 2048, 8);
+    CHECK(total == 200 * me.size);
+    std::vector<int64_t> tickets, winners;
+    int64_t winner;
+    std::memcpy(&winner, memory + 2064, 8);
+    for (size_t i = 0; i < notes.size(); i += 2) {
+      tickets.push_back(notes[i]);
+      if (notes[i + 1] == 0) winners.push_back(notes[i + 1]);
+      else CHECK(notes[i + 1] == winner);  // a loser saw the winner's value
+    }
+    std::sort(tickets.begin(), tickets.end());
+    for (int i = 0; i < me.size; ++i) CHECK(tickets[i] == i);
+    CHECK(winners.size() == 1);
+    CHECK(winner >= 1 && winner <= me.size);
+  }
+  me.barrier(12);
+  region.reset();
+  std::free(memory);
+}
+
+void progress_engine_runs_handlers(Rank& me) {
+  // Rank 0 makes no call into the transport while rank 1's message arrives: only the progress
+  // engine can run the handler.
+  std::atomic<bool> handled{false};
+  me.transport.set_handler(kData, [&](int, Bytes&&) { handled = true; });
+  me.barrier(30);
+  if (me.rank == 0) {
+    rma::ProgressEngine engine(me.transport, 1000);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!handled && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK(handled.load());
+  } else if (me.rank == 1) {
+    me.transport.send(0, kData, {});
+  }
+  me.barrier(31);
+}
+
+void deadlines_and_dead_peers(Rank& me) {
+  auto never = [] { return false; };
+  auto what = [] { return std::string("a test wait"); };
+  CHECK_THROWS(rma::TimeoutError, "RMA_TIMEOUT", me.transport.wait_until(never, Deadline::after(0.2), {}, what));
+  if (me.size > 1) {
+    int right = (me.rank + 1) % me.size;
+    me.transport.peers().mark_dead(right);
+    CHECK_THROWS(rma::PeerError, "rank " + std::to_string(right) + " died",
+                 me.transport.wait_until(never, Deadline::after(10), std::span(&right, 1), what));
+  }
+}
+}  // namespace
+
+int main() {
+  test::run("an unknown provider is a FabricError naming the call", [] {
+    rma::FabricOptions options;
+    options.provider = "no-such-provider";
+    CHECK_THROWS(rma::fabric::FabricError, "fi_getinfo", FabricTransport{options});
+    CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", FabricTransport{options});
+  });
+  for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
+    for (int size : {1, 2, 3}) {
+      test::run(provider + " x" + std::to_string(size), [&] {
+        run_job(provider, size, [](Rank& me) {
+          active_messages(me);
+          one_sided(me);
+          if (me.size >= 2) progress_engine_runs_handlers(me);
+          deadlines_and_dead_peers(me);
+        });
+      });
+    }
+  }
+  return test::finish();
+}
