@@ -18,7 +18,7 @@ from . import _core
 from .comm import Comm
 from .errors import BootstrapError, RMAError
 
-__all__ = ["init", "finalize", "is_initialized"]
+__all__ = ["init", "finalize", "is_initialized", "provider"]
 
 # Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
 _PROVIDER_ALIASES = {"shm": "shm", "tcp": "tcp;ofi_rxm", "tcp;ofi_rxm": "tcp;ofi_rxm"}
@@ -85,6 +85,12 @@ def choose_provider(requested: str, same_host: bool) -> tuple[str, str]:
 def is_initialized() -> bool:
     """Return True between a successful init() and finalize()."""
     return _job is not None
+
+
+def provider() -> str | None:
+    """Return the libfabric provider this rank's job runs on, or None before init()."""
+    job = _job
+    return job.runtime.provider if job is not None else None
 
 
 def init() -> Comm:

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Set up rma from a fresh clone and run it:
+#   ./dev.sh demo   install what is needed, then run the 4-rank demo
+#   ./dev.sh test   install what is needed, then run the C++ unit tests under AddressSanitizer
+#                   and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
+#   ./dev.sh setup  only install
+# System packages come from Debian (apt-get, with sudo when not root); Python packages from
+# PyPI into ./.venv.
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV=.venv
+PY="$VENV/bin/python"
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+python_ok() {
+  # venv with pip, and the headers the extension compiles against.
+  python3 -c 'import venv, ensurepip, sysconfig, os, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null
+}
+
+system_packages() {
+  local missing=()
+  pkg-config --exists 'libfabric >= 1.17' 2>/dev/null || missing+=(libfabric-dev pkg-config)
+  command -v g++ >/dev/null || missing+=(g++)
+  command -v python3 >/dev/null && python_ok || missing+=(python3-venv python3-dev)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "dev.sh: installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+python_packages() {
+  [ -x "$PY" ] || python3 -m venv "$VENV"
+  "$PY" -m pip install -q --upgrade pip
+  echo "dev.sh: building and installing rma into $VENV"
+  "$PY" -m pip install -q -e ".[test]"
+}
+
+setup() {
+  system_packages
+  python_packages
+}
+
+cpp_tests() {
+  # The core alone, built with sanitizers; its unit tests fork real ranks over shm and tcp.
+  local build=build/sanitize
+  "$VENV/bin/cmake" -S . -B "$build" -G Ninja -DCMAKE_MAKE_PROGRAM="$VENV/bin/ninja" \
+    -DCMAKE_BUILD_TYPE=Debug -DRMA_BUILD_PYTHON=OFF -DRMA_BUILD_TESTS=ON -DRMA_SANITIZE=ON >/dev/null
+  "$VENV/bin/cmake" --build "$build" >/dev/null
+  (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "../../$VENV/bin/ctest" --output-on-failure --timeout 300)
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  demo)
+    setup
+    PATH="$PWD/$VENV/bin:$PATH" exec rmarun -n 4 --tag-output examples/demo.py
+    ;;
+  test)
+    setup
+    cpp_tests
+    PATH="$PWD/$VENV/bin:$PATH" exec "$PY" -m pytest "${@:2}"
+    ;;
+  *)
+    echo "usage: ./dev.sh demo | test [pytest args] | setup" >&2
+    exit 2
+    ;;
+esac
