@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import socket
 import sys
 import threading
@@ -156,11 +157,19 @@ def _join() -> _Job:
                 )
             names.append(name)
         runtime.connect(names)
-        store.on_peer_dead(runtime.mark_peer_dead)
+        store.on_peer_dead(lambda dead: _peer_died(runtime, dead))
     except BaseException:
         store.close(clean=False)
         raise
     return _Job(runtime, store, Comm(runtime.world()))
+
+
+def _peer_died(runtime: _core.Runtime, rank: int) -> None:
+    """Take the store's news of a death (rank -1: the store itself is gone)."""
+    runtime.mark_peer_dead(rank)
+    if rank == -1 and os.environ.get("RMA_LAUNCHER") == "rmarun":
+        # rmarun was killed: nobody is left to stop this rank, so it stops itself.
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def finalize() -> None:

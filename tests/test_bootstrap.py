@@ -1,0 +1,222 @@
+"""Joining a job: ranks started by hand (as srun or ssh would), the job secret, dead ranks,
+deadlines, and the launcher's promises with the real core. Every job runs under a timeout."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rma._store import StoreServer
+
+RANK_PROLOGUE = "import os, sys, time, rma\n"
+
+
+def start_ranks(code, size, store, *, extra_env=None, secret=None):
+    """Start `size` ranks running `code` by hand, with the variables another launcher would set."""
+    processes = []
+    for rank in range(size):
+        env = dict(os.environ)
+        for name in ("RMA_RANK", "RMA_SIZE", "RMA_STORE", "RMA_SECRET", "RMA_PROVIDER"):
+            env.pop(name, None)
+        env.update(RMA_STORE=store.address, RMA_SECRET=secret or store.secret, RMA_SIZE=str(size))
+        env["SLURM_PROCID"] = str(rank)  # taken when RMA_RANK is unset
+        env.update((extra_env(rank) if callable(extra_env) else extra_env) or {})
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_PROLOGUE + textwrap.dedent(code)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    return processes
+
+
+def finish(processes, timeout=30):
+    results = []
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise
+        results.append((process.returncode, out, err))
+    return results
+
+
+@pytest.fixture
+def store():
+    server = StoreServer(size=3)
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp"])
+def test_ranks_started_by_another_launcher_join(store, provider):
+    code = """
+        comm = rma.init()
+        print(comm.rank, comm.allgather(comm.rank))
+    """
+    results = finish(start_ranks(code, 3, store, extra_env={"RMA_PROVIDER": provider}))
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0, err
+        assert out.split(maxsplit=1) == [str(rank), "[0, 1, 2]\n"]
+    assert store.ranks_finished() == {0, 1, 2}
+
+
+def test_wrong_secret_is_refused(store):
+    code = "rma.init()"
+    processes = start_ranks(code, 1, store, secret="not-the-secret")
+    (status, _, err), = finish(processes)
+    assert status != 0
+    assert "BootstrapError" in err and "wrong job secret" in err
+
+
+def test_a_dead_rank_becomes_peer_error_not_a_hang(store):
+    # Nobody kills the survivors here: they must notice on their own.
+    code = """
+        comm = rma.init()
+        comm.barrier()
+        if comm.rank == 2:
+            os._exit(3)
+        start = time.monotonic()
+        try:
+            comm.barrier()
+        except rma.PeerError as error:
+            print(f"{time.monotonic() - start:.2f}", error)
+            sys.exit(0)
+        sys.exit(1)
+    """
+    results = finish(start_ranks(code, 3, store, extra_env={"RMA_TIMEOUT": "60"}), timeout=30)
+    assert results[2][0] == 3
+    for status, out, err in results[:2]:
+        assert status == 0, err
+        seconds, message = out.split(maxsplit=1)
+        assert float(seconds) < 5
+        assert "rank 2 died" in message and "comm.barrier" in message
+
+
+def test_a_blocked_call_times_out_with_rma_timeout(store):
+    code = """
+        comm = rma.init()
+        if comm.rank == 0:
+            try:
+                comm.recv(source=1, tag=5)
+            except rma.RMATimeoutError as error:
+                print(error)
+        else:
+            time.sleep(1.5)  # reach the barrier while rank 0 still waits, within their deadline
+        comm.barrier()
+    """
+    processes = start_ranks(code, 3, store, extra_env={"RMA_TIMEOUT": "2"})
+    results = finish(processes)
+    status, out, err = results[0]
+    assert status == 0, err
+    assert "comm.recv" in out and "rank 1" in out and "RMA_TIMEOUT" in out
+
+
+def test_ranks_must_agree_on_the_provider():
+    server = StoreServer(size=2)
+    server.start()
+    try:
+        providers = ["shm", "tcp"]
+        processes = start_ranks("rma.init()", 2, server, extra_env=lambda rank: {"RMA_PROVIDER": providers[rank]})
+        (status0, _, err0), (status1, _, err1) = finish(processes)
+        assert status0 != 0 and status1 != 0
+        assert "same RMA_PROVIDER" in err0 and "same RMA_PROVIDER" in err1
+    finally:
+        server.close()
+
+
+def test_plain_python_is_a_job_of_one_rank():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_"))}
+    code = "import rma; c = rma.init(); print(c.rank, c.size, c.allgather('x'), c.bcast(5))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "0 1 ['x'] 5\n"
+
+
+def rmarun(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "rma", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp"])
+def test_rmarun_allgather_on_four_ranks(provider):
+    out = rmarun("-n", "4", "--provider", provider, sys.executable, "-c",
+                 "import rma; c = rma.init(); print(c.rank, c.allgather(c.rank))")
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.splitlines()) == [f"{r} [0, 1, 2, 3]" for r in range(4)]
+
+
+def test_rmarun_ends_a_job_whose_rank_exits_during_a_barrier(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, rma
+        comm = rma.init()
+        open(os.path.join({str(tmp_path)!r}, str(os.getpid())), "w").close()
+        comm.barrier()
+        if comm.rank == 2:
+            os._exit(3)
+        comm.barrier()
+    """)
+    start = time.monotonic()
+    out = rmarun("-n", "4", "-c", code, timeout=30)
+    assert time.monotonic() - start < 10
+    assert out.returncode != 0
+    assert "rank 2" in out.stderr
+    pids = [int(name) for name in os.listdir(tmp_path)]
+    assert len(pids) == 4
+    time.sleep(0.2)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not [f for f in os.listdir("/dev/shm") if f.split(":")[0] in {str(p) for p in pids}]
+
+
+def test_rmarun_shows_the_failing_ranks_traceback():
+    code = "import rma\nc = rma.init()\nif c.rank == 1:\n    raise RuntimeError('boom on one')\nc.barrier()\n"
+    out = rmarun("-n", "3", "-c", code, timeout=30)
+    assert out.returncode != 0
+    assert "rank 1" in out.stderr
+    assert "RuntimeError: boom on one" in out.stderr
+
+
+def test_ranks_stop_when_rmarun_is_killed(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, time, rma
+        comm = rma.init()
+        open(os.path.join({str(tmp_path)!r}, str(os.getpid())), "w").close()
+        time.sleep(60)
+    """)
+    launcher = subprocess.Popen([sys.executable, "-m", "rma", "-n", "3", "-c", code],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while len(os.listdir(tmp_path)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [int(name) for name in os.listdir(tmp_path)]
+        assert len(pids) == 3
+        launcher.kill()  # SIGKILL: rmarun cannot clean up
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = [pid for pid in pids if _alive(pid)]
+        assert alive == []
+    finally:
+        launcher.kill()
+        launcher.wait()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
