@@ -232,24 +232,12 @@ std::unique_ptr<LocalRegion> FabricTransport::register_region(void* base, size_t
   return std::make_unique<Region>(std::move(mr), descriptor);
 }
 
-void FabricTransport::write(int target, const void* source, size_t length,
-                            const RemoteAddress& destination) {
-  check_target(target, "write");
-  if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
-  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
-  iovec iov{const_cast<void*>(source), length};
-  fi_rma_iov remote{destination.region.base + destination.offset, length, destination.region.key};
-  fi_msg_rma msg{};
-  msg.msg_iov = &iov;
-  msg.iov_count = 1;
-  msg.addr = static_cast<fi_addr_t>(target);
-  msg.rma_iov = &remote;
-  msg.rma_iov_count = 1;
-  msg.context = &op->context;
+template <class Post>
+void FabricTransport::post_one_sided(int target, const char* call, Operation* op, Post&& try_post) {
   try {
-    post(target, "fi_writemsg", [&] {
-      ssize_t rc = fi_writemsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
-      if (rc == 0) ++issued_[target];
+    post(target, call, [&] {
+      long rc = try_post();
+      if (rc == 0) ++issued_[target];  // counted for flush(target) once the provider took it
       return rc;
     });
   } catch (...) {
@@ -258,30 +246,35 @@ void FabricTransport::write(int target, const void* source, size_t length,
   }
 }
 
-void FabricTransport::read(int target, void* destination, size_t length,
-                           const RemoteAddress& source) {
-  check_target(target, "read");
-  if (length == 0) return;
+void FabricTransport::transfer(bool is_write, int target, void* local, size_t length,
+                               const RemoteAddress& remote) {
+  const char* call = is_write ? "fi_writemsg" : "fi_readmsg";
+  check_target(target, call);
+  if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
   auto* op = new Operation(Operation::Kind::OneSided, target, 0);
-  iovec iov{destination, length};
-  fi_rma_iov remote{source.region.base + source.offset, length, source.region.key};
+  iovec iov{local, length};
+  fi_rma_iov rma{remote.region.base + remote.offset, length, remote.region.key};
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
   msg.addr = static_cast<fi_addr_t>(target);
-  msg.rma_iov = &remote;
+  msg.rma_iov = &rma;
   msg.rma_iov_count = 1;
   msg.context = &op->context;
-  try {
-    post(target, "fi_readmsg", [&] {
-      ssize_t rc = fi_readmsg(endpoint_->get(), &msg, FI_COMPLETION);
-      if (rc == 0) ++issued_[target];
-      return rc;
-    });
-  } catch (...) {
-    delete op;
-    throw;
-  }
+  post_one_sided(target, call, op, [&] {
+    return is_write ? fi_writemsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION)
+                    : fi_readmsg(endpoint_->get(), &msg, FI_COMPLETION);
+  });
+}
+
+void FabricTransport::write(int target, const void* source, size_t length,
+                            const RemoteAddress& destination) {
+  transfer(true, target, const_cast<void*>(source), length, destination);
+}
+
+void FabricTransport::read(int target, void* destination, size_t length,
+                           const RemoteAddress& source) {
+  transfer(false, target, destination, length, source);
 }
 
 void FabricTransport::atomic(int target, AtomicOp op_code, AtomicType type, size_t count,
@@ -309,31 +302,19 @@ void FabricTransport::atomic(int target, AtomicOp op_code, AtomicType type, size
   msg.datatype = to_fi(type);
   msg.op = to_fi(op_code);
   msg.context = &op->context;
-  try {
-    if (op_code == AtomicOp::CompareSwap) {
-      post(target, "fi_compare_atomicmsg", [&] {
-        ssize_t rc = fi_compare_atomicmsg(endpoint_->get(), &msg, &comparand, nullptr, 1,
-                                          &fetched, nullptr, 1, FI_COMPLETION);
-        if (rc == 0) ++issued_[target];
-        return rc;
-      });
-    } else if (result != nullptr) {
-      post(target, "fi_fetch_atomicmsg", [&] {
-        ssize_t rc =
-            fi_fetch_atomicmsg(endpoint_->get(), &msg, &fetched, nullptr, 1, FI_COMPLETION);
-        if (rc == 0) ++issued_[target];
-        return rc;
-      });
-    } else {
-      post(target, "fi_atomicmsg", [&] {
-        ssize_t rc = fi_atomicmsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
-        if (rc == 0) ++issued_[target];
-        return rc;
-      });
-    }
-  } catch (...) {
-    delete op;
-    throw;
+  if (op_code == AtomicOp::CompareSwap) {
+    post_one_sided(target, "fi_compare_atomicmsg", op, [&] {
+      return fi_compare_atomicmsg(endpoint_->get(), &msg, &comparand, nullptr, 1, &fetched,
+                                  nullptr, 1, FI_COMPLETION);
+    });
+  } else if (result != nullptr) {
+    post_one_sided(target, "fi_fetch_atomicmsg", op, [&] {
+      return fi_fetch_atomicmsg(endpoint_->get(), &msg, &fetched, nullptr, 1, FI_COMPLETION);
+    });
+  } else {
+    post_one_sided(target, "fi_atomicmsg", op, [&] {
+      return fi_atomicmsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+    });
   }
 }
 

@@ -70,6 +70,10 @@ class FabricTransport final : public Transport {
   // between. `call` names the libfabric call for errors.
   template <class Post>
   void post(int target, const char* call, Post&& post);
+  // post() for a one-sided operation: counts it as issued, frees op if it cannot be posted.
+  template <class Post>
+  void post_one_sided(int target, const char* call, Operation* op, Post&& try_post);
+  void transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote);
   void post_receive(Operation* receive);
   void check_target(int target, const char* call) const;
   void deliver(std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>&& fragments);

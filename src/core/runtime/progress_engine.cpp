@@ -15,8 +15,9 @@ void ProgressEngine::stop() {
 }
 
 void ProgressEngine::run() {
-  // Few spins: the callers that wait poll for themselves; this thread is the safety net.
-  Backoff backoff(/*spins=*/8, /*yields=*/8, max_sleep_us_);
+  // Brief spinning: callers that wait poll for themselves; this thread is the safety net for
+  // messages that arrive while the user's code runs, so it gets to sleeping quickly.
+  Backoff backoff(/*spin_us=*/5, /*yield_us=*/50, max_sleep_us_);
   bool reported = false;
   while (!stopping_.load(std::memory_order_acquire)) {
     bool busy = false;

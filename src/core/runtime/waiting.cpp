@@ -14,9 +14,11 @@ Deadline Deadline::after(double seconds) {
 }
 
 void Backoff::idle() {
-  ++round_;
-  if (round_ <= spins_) return;
-  if (round_ <= spins_ + yields_) {
+  auto now = Clock::now();
+  if (idle_since_ == Clock::time_point{}) idle_since_ = now;
+  auto idle = now - idle_since_;
+  if (idle < spin_) return;
+  if (idle < yield_) {
     sched_yield();
     return;
   }

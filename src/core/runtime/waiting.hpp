@@ -23,19 +23,24 @@ class Deadline {
   double seconds_;
 };
 
-// Escalating idle strategy of a polling loop: spin, then yield the CPU, then sleep for
-// doubling intervals up to a cap. reset() after any useful work.
+// Escalating idle strategy of a polling loop, by time since the last useful work: spin at
+// first (answers arrive within microseconds while messages flow), then yield the CPU (ranks
+// often outnumber cores), then sleep for doubling intervals up to a cap. reset() after work.
 class Backoff {
  public:
-  explicit Backoff(int spins = 64, int yields = 64, int max_sleep_us = 1000)
-      : spins_(spins), yields_(yields), max_sleep_us_(max_sleep_us) {}
+  explicit Backoff(int spin_us = 20, int yield_us = 500, int max_sleep_us = 1000)
+      : spin_(std::chrono::microseconds(spin_us)),
+        yield_(std::chrono::microseconds(yield_us)),
+        max_sleep_us_(max_sleep_us) {}
   void idle();
-  void reset() { round_ = 0; sleep_us_ = 16; }
+  void reset() { idle_since_ = Clock::time_point{}; sleep_us_ = kFirstSleepUs; }
 
  private:
-  int spins_, yields_, max_sleep_us_;
-  int round_ = 0;
-  int sleep_us_ = 16;
+  static constexpr int kFirstSleepUs = 16;
+  Clock::duration spin_, yield_;
+  int max_sleep_us_;
+  Clock::time_point idle_since_{};
+  int sleep_us_ = kFirstSleepUs;
 };
 
 }  // namespace rma
