@@ -220,3 +220,20 @@ def _alive(pid):
             return stat.read().split(") ")[1][0] != "Z"  # a zombie has ended
     except FileNotFoundError:
         return False
+
+
+def test_importing_rma_keeps_pythons_signal_handlers():
+    # libfabric's dependency libinfinipath installs its own handlers when loaded.
+    code = textwrap.dedent("""
+        import os, signal, time, rma
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout == "KeyboardInterrupt\n"
+    assert out.returncode == -15

@@ -6,8 +6,11 @@ See the README for the API and the configuration variables.
 
 from __future__ import annotations
 
+from ._signals import keep_python_signal_handlers
+
 try:
-    from . import _core
+    with keep_python_signal_handlers():
+        from . import _core
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "rma: the compiled extension rma._core is missing or broken "
