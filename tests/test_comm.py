@@ -1,6 +1,7 @@
 """Every rma.Comm call on real ranks: 1 to 4 ranks, over the shm and the tcp provider."""
 
 import os
+import resource
 import time
 
 import numpy as np
@@ -170,3 +171,15 @@ def test_group_arguments():
         rma.Group([1.5])
     with pytest.raises(ValueError, match="member 3 is not in a group of size 3"):
         group.incl([3])
+
+
+@pytest.mark.rma(nprocs=[1, 4], providers=["shm", "tcp"])
+def test_idle_ranks_do_not_spin(comm):
+    # The progress thread keeps polling, but sleeps between polls when nothing happens.
+    comm.barrier()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    time.sleep(1.0)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 0.1, f"an idle rank used {cpu:.3f} s of CPU in 1 s"
+    comm.barrier()
