@@ -8,7 +8,7 @@
 # PyPI into ./.venv.
 set -euo pipefail
 cd "$(dirname "$0")"
-VENV=.venv
+VENV="$PWD/.venv"
 PY="$VENV/bin/python"
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -50,7 +50,7 @@ cpp_tests() {
     -DCMAKE_BUILD_TYPE=Debug -DRMA_BUILD_PYTHON=OFF -DRMA_BUILD_TESTS=ON -DRMA_SANITIZE=ON >/dev/null
   "$VENV/bin/cmake" --build "$build" >/dev/null
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "../../$VENV/bin/ctest" --output-on-failure --timeout 300)
+    "$VENV/bin/ctest" --output-on-failure --timeout 300)
 }
 
 case "${1:-}" in
