@@ -57,12 +57,12 @@ case "${1:-}" in
   setup) setup ;;
   demo)
     setup
-    PATH="$PWD/$VENV/bin:$PATH" exec rmarun -n 4 --tag-output examples/demo.py
+    PATH="$VENV/bin:$PATH" exec rmarun -n 4 --tag-output examples/demo.py
     ;;
   test)
     setup
     cpp_tests
-    PATH="$PWD/$VENV/bin:$PATH" exec "$PY" -m pytest "${@:2}"
+    PATH="$VENV/bin:$PATH" exec "$PY" -m pytest "${@:2}"
     ;;
   *)
     echo "usage: ./dev.sh demo | test [pytest args] | setup" >&2
