@@ -6,20 +6,8 @@ See the README for the API and the configuration variables.
 
 from __future__ import annotations
 
-from ._signals import keep_python_signal_handlers
+import importlib
 
-try:
-    with keep_python_signal_handlers():
-        from . import _core
-except ImportError as error:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        "rma: the compiled extension rma._core is missing or broken "
-        f"({error}). Build and install the package with `pip install .` "
-        "(it needs `apt-get install libfabric-dev pkg-config` first)."
-    ) from error
-
-from ._runtime import finalize, init, is_initialized
-from .comm import Comm
 from .errors import (
     BootstrapError,
     EpochError,
@@ -32,6 +20,14 @@ from .errors import (
 from .group import Group
 
 __version__ = "0.1.0"
+
+# Names whose modules load the compiled core: imported on first use (see _native.py).
+_LAZY = {
+    "init": "._runtime",
+    "finalize": "._runtime",
+    "is_initialized": "._runtime",
+    "Comm": ".comm",
+}
 
 __all__ = [
     "init",
@@ -47,3 +43,16 @@ __all__ = [
     "BootstrapError",
     "RMATimeoutError",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rma' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 
-from . import _core
+from ._native import _core
 from .comm import Comm
 from .errors import BootstrapError, RMAError
 

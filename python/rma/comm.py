@@ -6,7 +6,7 @@ import operator
 import pickle
 from typing import Any
 
-from . import _core
+from ._native import _core
 from .group import Group
 
 __all__ = ["Comm"]

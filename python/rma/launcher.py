@@ -293,7 +293,8 @@ def cleanup_shm_files(pids: Iterable[int], shm_dir: str = "/dev/shm") -> list[st
 
 def print_info() -> int:
     """Print the rma version, libfabric's version and providers, and what a job would use."""
-    from . import __version__, _core
+    from . import __version__
+    from ._native import _core
     from ._runtime import choose_provider
 
     print(f"rma {__version__}")
