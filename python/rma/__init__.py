@@ -27,6 +27,13 @@ _LAZY = {
     "finalize": "._runtime",
     "is_initialized": "._runtime",
     "Comm": ".comm",
+    "Window": ".window",
+    "Op": ".ops",
+    "Mode": ".ops",
+    "PROC_NULL": ".ops",
+    "LOCK_EXCLUSIVE": ".ops",
+    "LOCK_SHARED": ".ops",
+    **{name: ".ops" for name in ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP")},
 }
 
 __all__ = [
@@ -35,6 +42,13 @@ __all__ = [
     "is_initialized",
     "Comm",
     "Group",
+    "Window",
+    "Op",
+    "Mode",
+    "PROC_NULL",
+    "LOCK_EXCLUSIVE",
+    "LOCK_SHARED",
+    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP",
     "RMAError",
     "EpochError",
     "TargetRangeError",

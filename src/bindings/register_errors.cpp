@@ -22,6 +22,10 @@ void register_errors(py::module_& m) {
       raise("FabricError", e.what());
     } catch (const rma::PeerError& e) {
       raise("PeerError", e.what());
+    } catch (const rma::EpochError& e) {
+      raise("EpochError", e.what());
+    } catch (const rma::RangeError& e) {
+      raise("TargetRangeError", e.what());
     } catch (const rma::TimeoutError& e) {
       raise("RMATimeoutError", e.what());
     } catch (const rma::RmaError& e) {

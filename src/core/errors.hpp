@@ -25,6 +25,18 @@ class TimeoutError : public RmaError {
   using RmaError::RmaError;
 };
 
+// A call that the window's current epoch does not permit.
+class EpochError : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
+// A target region outside the target's window.
+class RangeError : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
 // A bad argument detected by the core (a rank out of range, a tag out of range...).
 class UsageError : public std::invalid_argument {
  public:

@@ -72,6 +72,10 @@ void Runtime::finalize(bool collective) {
   }
   active_.store(false, std::memory_order_release);
   progress_.reset();
+  {
+    std::lock_guard lock(services_mutex_);
+    services_.clear();
+  }
   transport_.reset();
 }
 

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <typeindex>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,12 @@ struct RuntimeOptions {
 };
 
 // Active-message handler ids; the window layer adds its own.
-enum ActiveMessageId : uint16_t { kCommunicatorMessage = 1 };
+enum ActiveMessageId : uint16_t {
+  kCommunicatorMessage = 1,
+  kWindowApply = 10,  // window layer: apply data or an op to a region of a target's window
+  kWindowRead = 11,   // window layer: read a region
+  kWindowReply = 12,  // window layer: acknowledgement or data for the origin
+};
 
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
@@ -61,6 +69,16 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   uint32_t next_context() const noexcept { return next_context_.load(); }
   void context_taken(uint32_t context) noexcept;
 
+  // A per-runtime service of a layer above (the windows' message handlers, for instance),
+  // made on first use with Service(Runtime&) and destroyed before the transport closes.
+  template <class Service>
+  Service& service() {
+    std::lock_guard lock(services_mutex_);
+    auto& slot = services_[std::type_index(typeid(Service))];
+    if (!slot) slot = std::make_shared<Service>(*this);
+    return *static_cast<Service*>(slot.get());
+  }
+
  private:
   void require_active_or_unconnected() const;
   RuntimeOptions options_;
@@ -69,6 +87,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   MessageMatcher matcher_;
   std::atomic<bool> active_{false};
   std::atomic<uint32_t> next_context_{1};  // 0 is the world
+  std::mutex services_mutex_;
+  std::map<std::type_index, std::shared_ptr<void>> services_;
 };
 
 }  // namespace rma

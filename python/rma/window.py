@@ -1,0 +1,482 @@
+"""rma.Window: memory that the ranks of a communicator expose to each other.
+
+Every check that needs NumPy happens here, before anything moves: the origin's dtype and size,
+the op against the dtype, the target region (a displacement, or `target=` as a NumPy index,
+computed without touching memory). The core (src/core/window) checks the epoch and the region's
+bounds, moves the data and applies the ops.
+
+Buffers: communication calls return before the data moves. The arrays the core reads from or
+writes to are kept in `_pending` until the epoch's synchronization has completed them, so a
+temporary origin (`win.put(np.arange(10), 1)`) or a dropped result array stays valid.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._native import _core
+from .comm import Comm
+from .errors import RMAError, TargetRangeError
+from .group import Group
+from .ops import COMPARE_TYPES, PROC_NULL, Mode, Op, check_op, element_type
+
+__all__ = ["Window"]
+
+_KNOWN_HINTS = {"no_locks": False}
+
+
+class _Epoch:
+    """What an epoch-opening call returns: a context manager whose exit makes the closing call."""
+
+    __slots__ = ("_window", "_close")
+
+    def __init__(self, window: Window, close: Callable[[], None]) -> None:
+        self._window = window
+        self._close = close
+
+    def __enter__(self) -> Window:
+        return self._window
+
+    def __exit__(self, *exc_info: object) -> bool:
+        self._close()
+        return False
+
+
+class Window:
+    """Expose memory of every rank of a communicator to one-sided communication.
+
+    Make one with `Window.allocate` (memory owned by the library) or `Window.create` (over an
+    array of yours); both are collective. Open epochs with `fence`, then `put`, `get`,
+    `accumulate`... to any rank; the data has moved at the next synchronization.
+    """
+
+    def __init__(self, *_: object, **__: object) -> None:
+        raise TypeError("use rma.Window.allocate(...) or rma.Window.create(...)")
+
+    # ---- creation ----
+
+    @classmethod
+    def allocate(
+        cls,
+        comm: Comm,
+        shape: int | tuple[int, ...],
+        dtype: Any = np.uint8,
+        *,
+        disp_unit: int | None = None,
+        info: dict | None = None,
+    ) -> Window:
+        """Return a window over new, zero-filled, page-aligned memory of `shape` and `dtype`.
+
+        Collective over `comm`; shapes may differ between ranks (0 elements is fine).
+        """
+        dtype = _fixed_dtype(dtype, "allocate")
+        shape = _shape(shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        memory = _core.WindowMemory(nbytes)
+        local = np.frombuffer(memory, dtype=np.uint8).view(dtype).reshape(shape)
+        return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info)
+
+    @classmethod
+    def create(
+        cls, comm: Comm, array: np.ndarray, *, disp_unit: int | None = None, info: dict | None = None
+    ) -> Window:
+        """Return a window over `array` (writable, C-contiguous), which the window keeps alive.
+
+        Collective over `comm`.
+        """
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"rma: Window.create: expected a NumPy array, got {type(array).__name__}")
+        if not array.flags.writeable:
+            raise ValueError("rma: Window.create: the array is not writable")
+        if not array.flags.c_contiguous:
+            raise ValueError("rma: Window.create: the array is not C-contiguous (use np.ascontiguousarray)")
+        _fixed_dtype(array.dtype, "create")
+        address = array.__array_interface__["data"][0]
+        return cls._build(comm, array, address, array, "create", disp_unit, info)
+
+    @classmethod
+    def _build(cls, comm, local, address, owner, flavor, disp_unit, info) -> Window:
+        if not isinstance(comm, Comm):
+            raise TypeError(f"rma: Window.{flavor}: comm must be an rma.Comm, not {type(comm).__name__}")
+        unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
+        hints = _hints(info, flavor)
+        # Every rank learns every rank's shape, dtype and displacement unit.
+        layout = comm.allgather((local.shape, local.dtype.str, unit))
+        label = f"{flavor}, {local.dtype}, shape {local.shape}"
+        core = _core.Window.create(comm._core, address, local.nbytes, label)
+        window = object.__new__(cls)
+        window._core = core
+        window._comm = comm
+        window._local = local
+        window._owner = owner  # keeps the memory alive as long as the window
+        window._flavor = flavor
+        window._disp_unit = unit
+        window._info = hints
+        window._layout = [(tuple(shape), np.dtype(dt), u) for shape, dt, u in layout]
+        window._pending = []  # arrays in use by operations not yet completed
+        window._after_sync = []  # copies into non-contiguous results, once the data is there
+        window._freed = False
+        return window
+
+    # ---- attributes ----
+
+    @property
+    def local(self) -> np.ndarray:
+        """Return this rank's window memory as a NumPy array (zero-copy)."""
+        self._check_open("local")
+        return self._local
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Return the shape of this rank's window."""
+        return self._local.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Return the dtype of this rank's window."""
+        return self._local.dtype
+
+    @property
+    def nbytes(self) -> int:
+        """Return the size of this rank's window in bytes."""
+        return self._local.nbytes
+
+    @property
+    def disp_unit(self) -> int:
+        """Return the bytes one displacement counts on this rank (the itemsize by default)."""
+        return self._disp_unit
+
+    def target_shape(self, rank: int) -> tuple[int, ...]:
+        """Return the shape of `rank`'s window."""
+        return self._layout[self._rank(rank, "target_shape", allow_null=False)][0]
+
+    @property
+    def model(self) -> str:
+        """Return the memory model: "unified" (puts land in the memory that win.local shows)."""
+        return "unified"
+
+    @property
+    def info(self) -> dict:
+        """Return the hints in force."""
+        return dict(self._info)
+
+    @property
+    def comm(self) -> Comm:
+        """Return the communicator the window was made over."""
+        return self._comm
+
+    @property
+    def group(self) -> Group:
+        """Return the group of the window's ranks."""
+        return self._comm.group
+
+    # ---- communication calls ----
+
+    def put(self, origin: Any, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
+        """Start writing `origin` into `target_rank`'s window; it lands by the next synchronization."""
+        rank = self._rank(target_rank, "put")
+        data = self._origin(origin, rank, "put", raw_ok=target is None)
+        region = self._region("put", rank, target_disp, target, data)
+        self._pending.append(data)
+        self._core.put(rank, _address(data), region)
+
+    def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
+        """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
+        rank = self._rank(target_rank, "get")
+        self._check_result(result, rank, "get", raw_ok=target is None)
+        out = self._landing(result)
+        region = self._region("get", rank, target_disp, target, out)
+        self._core.get(rank, _address(out), region)
+
+    def accumulate(
+        self, origin: Any, target_rank: int, target_disp: int = 0, op: Op = Op.SUM, *, target: Any = None
+    ) -> None:
+        """Start combining `origin` into `target_rank`'s window element by element with `op`."""
+        rank = self._rank(target_rank, "accumulate")
+        data = self._origin(origin, rank, "accumulate", raw_ok=False)
+        op = check_op(op, data.dtype, "accumulate")
+        region = self._region("accumulate", rank, target_disp, target, data)
+        self._pending.append(data)
+        self._core.accumulate(rank, int(op), element_type(data.dtype), _address(data), region)
+
+    def get_accumulate(
+        self,
+        origin: Any,
+        result: np.ndarray,
+        target_rank: int,
+        target_disp: int = 0,
+        op: Op = Op.SUM,
+        *,
+        target: Any = None,
+    ) -> None:
+        """Start combining `origin` into the target with `op`, fetching the old values into `result`."""
+        rank = self._rank(target_rank, "get_accumulate")
+        self._check_result(result, rank, "get_accumulate", raw_ok=False)
+        data = self._origin(origin, rank, "get_accumulate", raw_ok=False, dtype=result.dtype)
+        op = check_op(op, result.dtype, "get_accumulate")
+        if data.size != result.size:
+            raise ValueError(
+                f"rma: win.get_accumulate: origin has {data.size} elements, result {result.size}"
+            )
+        out = self._landing(result)
+        region = self._region("get_accumulate", rank, target_disp, target, out)
+        self._pending.append(data)
+        self._core.get_accumulate(rank, int(op), element_type(out.dtype), _address(data), _address(out), region)
+
+    def fetch_and_op(
+        self, origin: Any, result: np.ndarray, target_rank: int, target_disp: int = 0, op: Op = Op.SUM
+    ) -> None:
+        """Start applying `op` with `origin` to one target element, fetching its old value into `result`."""
+        self._single(result, "fetch_and_op", "result")
+        data = np.asarray(origin, dtype=result.dtype) if not isinstance(origin, np.ndarray) else origin
+        self._single(data, "fetch_and_op", "origin")
+        self.get_accumulate(data, result, target_rank, target_disp, op)
+
+    def compare_and_swap(
+        self, origin: Any, compare: Any, result: np.ndarray, target_rank: int, target_disp: int = 0
+    ) -> None:
+        """Start replacing one target element by `origin` if it equals `compare`; fetch the old value."""
+        rank = self._rank(target_rank, "compare_and_swap")
+        self._single(result, "compare_and_swap", "result")
+        self._check_result(result, rank, "compare_and_swap", raw_ok=False)
+        if result.dtype not in COMPARE_TYPES:
+            raise TypeError(f"rma: win.compare_and_swap: takes integers and bool, not {result.dtype}")
+        data = self._origin(origin, rank, "compare_and_swap", raw_ok=False, dtype=result.dtype)
+        comparand = self._origin(compare, rank, "compare_and_swap", raw_ok=False, dtype=result.dtype)
+        self._single(data, "compare_and_swap", "origin")
+        self._single(comparand, "compare_and_swap", "compare")
+        out = self._landing(result)
+        region = self._region("compare_and_swap", rank, target_disp, None, out)
+        self._pending += [data, comparand]
+        self._core.compare_and_swap(
+            rank, element_type(out.dtype), _address(data), _address(comparand), _address(out), region
+        )
+
+    # ---- synchronization ----
+
+    def fence(self, mode: int = 0) -> _Epoch:
+        """Complete the ending epoch everywhere and open the next; collective.
+
+        As a context manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.
+        """
+        self._check_open("fence")
+        self._synchronized(lambda: self._core.fence(_mode(mode, "fence")))
+        return _Epoch(self, lambda: self.fence(Mode.NOSUCCEED))
+
+    def free(self) -> None:
+        """Free the window; collective. Any later call on it raises rma.RMAError."""
+        self._check_open("free")
+        self._core.free()
+        self._freed = True
+        self._pending.clear()
+        self._after_sync.clear()
+
+    def __enter__(self) -> Window:
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        if not self._freed:
+            self.free()
+        return False
+
+    def __repr__(self) -> str:
+        state = "freed" if self._freed else f"rank {self._comm.rank} of {self._comm.size}"
+        return f"<rma.Window {self._flavor} {self.dtype} shape {self.shape}, {state}>"
+
+    def __reduce__(self):
+        raise TypeError("rma.Window cannot be pickled: it belongs to one process")
+
+    # ---- helpers ----
+
+    def _synchronized(self, sync: Callable[[], None]) -> None:
+        """Run a synchronization that completes operations, then release their buffers."""
+        sync()
+        for finish in self._after_sync:
+            finish()
+        self._after_sync.clear()
+        self._pending.clear()
+
+    def _check_open(self, call: str) -> None:
+        if self._freed:
+            raise RMAError(f"rma: win.{call}: the window was freed")
+
+    def _rank(self, rank: object, call: str, allow_null: bool = True) -> int:
+        self._check_open(call)
+        try:
+            rank = operator.index(rank)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(f"rma: win.{call}: a rank must be an integer, not {type(rank).__name__}") from None
+        if rank == PROC_NULL and allow_null:
+            return rank
+        if not 0 <= rank < self._comm.size:
+            raise ValueError(
+                f"rma: win.{call}: rank {rank} is not a rank of the window (size {self._comm.size})"
+            )
+        return rank
+
+    def _target_dtype(self, rank: int) -> np.dtype:
+        return self.dtype if rank == PROC_NULL else self._layout[rank][1]
+
+    def _origin(self, origin: Any, rank: int, call: str, *, raw_ok: bool, dtype: np.dtype | None = None) -> np.ndarray:
+        """Return the origin as a C-contiguous array of the right dtype (a copy if needed)."""
+        expected = self._target_dtype(rank) if dtype is None else np.dtype(dtype)
+        if isinstance(origin, np.ndarray):
+            raw = raw_ok and self._target_dtype(rank) == np.uint8
+            if origin.dtype != expected and not raw:
+                raise TypeError(
+                    f"rma: win.{call} to rank {rank}: origin dtype {origin.dtype} does not match "
+                    f"the target window's {expected}"
+                )
+            return np.ascontiguousarray(origin)
+        try:
+            return np.ascontiguousarray(np.asarray(origin, dtype=expected))
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"rma: win.{call}: cannot convert the origin to {expected}: {error}") from None
+
+    def _check_result(self, result: Any, rank: int, call: str, *, raw_ok: bool) -> None:
+        if not isinstance(result, np.ndarray):
+            raise TypeError(f"rma: win.{call}: result must be a NumPy array, not {type(result).__name__}")
+        if not result.flags.writeable:
+            raise ValueError(f"rma: win.{call}: the result array is not writable")
+        expected = self._target_dtype(rank)
+        if result.dtype != expected and not (raw_ok and expected == np.uint8):
+            raise TypeError(
+                f"rma: win.{call} to rank {rank}: result dtype {result.dtype} does not match "
+                f"the target window's {expected}"
+            )
+
+    def _landing(self, result: np.ndarray) -> np.ndarray:
+        """Return where the core writes a result: `result` itself, or a contiguous stand-in."""
+        self._pending.append(result)
+        if result.flags.c_contiguous:
+            return result
+        stand_in = np.empty(result.shape, result.dtype)
+        self._pending.append(stand_in)
+        self._after_sync.append(lambda: np.copyto(result, stand_in))
+        return stand_in
+
+    @staticmethod
+    def _single(array: np.ndarray, call: str, name: str) -> None:
+        if np.size(array) != 1:
+            raise ValueError(f"rma: win.{call}: {name} must hold exactly one element, not {np.size(array)}")
+
+    def _region(self, call: str, rank: int, disp: Any, target: Any, data: np.ndarray):
+        """Return the target region as the core's (offset, element size, [(count, stride)...])."""
+        try:
+            disp = operator.index(disp)
+        except TypeError:
+            raise TypeError(f"rma: win.{call}: target_disp must be an integer, not {type(disp).__name__}") from None
+        if rank == PROC_NULL:
+            return (0, max(data.itemsize, 1), [(0, max(data.itemsize, 1))])
+        shape, dtype, unit = self._layout[rank]
+        if target is None:
+            if disp < 0:
+                raise TargetRangeError(
+                    f"rma: win.{call} to rank {rank}: negative displacement {disp}"
+                )
+            itemsize = max(data.itemsize, 1)
+            return (disp * unit, itemsize, [(data.size, itemsize)])
+        if disp != 0:
+            raise ValueError(f"rma: win.{call}: give either target_disp or target=, not both")
+        if data.dtype != dtype:
+            raise TypeError(
+                f"rma: win.{call} to rank {rank}: with target=, the dtype must be the window's "
+                f"{dtype}, not {data.dtype}"
+            )
+        offset, dims = _select(shape, dtype, target, call, rank)
+        count = int(np.prod([c for c, _ in dims], dtype=np.int64))
+        if count != data.size:
+            raise ValueError(
+                f"rma: win.{call} to rank {rank}: target={target!r} selects {count} elements, "
+                f"the {'origin' if call == 'put' or call == 'accumulate' else 'result'} has {data.size}"
+            )
+        return (offset, dtype.itemsize, dims)
+
+
+def _select(shape, dtype, index, call, rank):
+    """Apply a basic NumPy index to a virtual array of `shape`: return (offset, [(count, stride)])."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for part in parts:
+        if part is Ellipsis or part is None or isinstance(part, slice):
+            continue
+        if isinstance(part, (bool, np.bool_)):
+            raise TypeError(f"rma: win.{call}: target= takes integers, slices and Ellipsis, not a bool")
+        try:
+            operator.index(part)
+        except TypeError:
+            raise TypeError(
+                f"rma: win.{call}: target= takes integers, slices and Ellipsis (a basic NumPy index), "
+                f"not {type(part).__name__}"
+            ) from None
+    # A view over one element with the strides of the full array: indexing it computes the
+    # selection without reading memory (the trailing Ellipsis keeps even full integer indexing
+    # a view).
+    itemsize = dtype.itemsize
+    strides = []
+    step = itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    base = np.zeros(1, dtype=dtype)
+    virtual = np.lib.stride_tricks.as_strided(base, shape=shape, strides=tuple(reversed(strides)), writeable=False)
+    try:
+        view = virtual[parts + (Ellipsis,)] if Ellipsis not in parts else virtual[parts]
+    except IndexError as error:
+        raise TargetRangeError(f"rma: win.{call} to rank {rank}: target={index!r}: {error}") from None
+    offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return offset, [(int(c), int(s)) for c, s in zip(view.shape, view.strides)]
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _fixed_dtype(dtype: Any, call: str) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype.hasobject or dtype.itemsize == 0:
+        raise TypeError(f"rma: Window.{call}: dtype {dtype} is not a fixed-size type")
+    return dtype
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    try:
+        dims = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise TypeError(f"rma: Window.allocate: shape must hold integers, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"rma: Window.allocate: negative dimension in shape {shape!r}")
+    return dims
+
+
+def _positive(value: Any, call: str, name: str) -> int:
+    number = operator.index(value)
+    if number <= 0:
+        raise ValueError(f"rma: Window.{call}: {name} must be positive, got {number}")
+    return number
+
+
+def _hints(info: dict | None, call: str) -> dict:
+    if info is None:
+        return dict(_KNOWN_HINTS)
+    if not isinstance(info, dict):
+        raise TypeError(f"rma: Window.{call}: info must be a dict, not {type(info).__name__}")
+    hints = dict(_KNOWN_HINTS)
+    for key, value in info.items():
+        if key in hints:  # unknown hints are ignored, as MPI does
+            hints[key] = bool(value)
+    return hints
+
+
+def _mode(mode: Any, call: str) -> int:
+    try:
+        value = operator.index(mode)
+    except TypeError:
+        raise TypeError(f"rma: win.{call}: mode must be rma.Mode flags or 0, not {type(mode).__name__}") from None
+    if value & ~int(Mode.NOCHECK | Mode.NOSTORE | Mode.NOPUT | Mode.NOPRECEDE | Mode.NOSUCCEED):
+        raise ValueError(f"rma: win.{call}: mode {value} is not a combination of rma.Mode flags")
+    return value

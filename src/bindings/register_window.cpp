@@ -1,0 +1,121 @@
+// Windows: memory the library owns (WindowMemory, exposed through the buffer protocol) and the
+// Window calls. Python passes buffer addresses and keeps the buffers alive until the epoch's
+// synchronization (see python/rma/window.py); here we convert and release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <memory>
+
+#include "errors.hpp"
+#include "window/window.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// Page-aligned, zero-filled memory, registered once by the window that uses it. It lives as
+// long as any NumPy view of it, so win.local stays valid even after win.free().
+class WindowMemory {
+ public:
+  explicit WindowMemory(size_t bytes) : bytes_(bytes) {
+    if (bytes == 0) return;
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) {
+      throw rma::RmaError("rma: cannot allocate " + std::to_string(bytes) + " bytes of window memory: " +
+                          std::strerror(errno));
+    }
+    memory_ = memory;
+  }
+  ~WindowMemory() {
+    if (memory_ != nullptr) munmap(memory_, bytes_);
+  }
+  WindowMemory(const WindowMemory&) = delete;
+  WindowMemory& operator=(const WindowMemory&) = delete;
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(memory_); }
+  size_t bytes() const { return bytes_; }
+  void* data() { return memory_ != nullptr ? memory_ : static_cast<void*>(&empty_); }
+
+ private:
+  void* memory_ = nullptr;
+  size_t bytes_;
+  char empty_ = 0;  // a valid pointer for a 0-byte buffer
+};
+
+// (offset, element size, [(count, stride), ...]) from Python.
+using RegionSpec = std::tuple<uint64_t, uint32_t, std::vector<std::pair<uint64_t, int64_t>>>;
+
+rma::Region to_region(const RegionSpec& spec) {
+  std::vector<rma::RegionDim> dims;
+  for (const auto& [count, stride] : std::get<2>(spec)) dims.push_back({count, stride});
+  return rma::Region(std::get<0>(spec), std::get<1>(spec), std::move(dims));
+}
+
+void* pointer(uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+}  // namespace
+
+void register_window(py::module_& m) {
+  py::class_<WindowMemory>(m, "WindowMemory", py::buffer_protocol())
+      .def(py::init<size_t>(), py::arg("bytes"))
+      .def_property_readonly("address", &WindowMemory::address)
+      .def_property_readonly("nbytes", &WindowMemory::bytes)
+      .def_buffer([](WindowMemory& memory) {
+        return py::buffer_info(memory.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {memory.bytes()}, {1});
+      });
+
+  m.attr("PROC_NULL") = rma::kProcNull;
+
+  using rma::Window;
+  py::class_<Window, std::shared_ptr<Window>>(m, "Window")
+      .def_static(
+          "create",
+          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label) {
+            return Window::create(comm, pointer(base), bytes, label);
+          },
+          py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"),
+          py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("id", &Window::id)
+      .def_property_readonly("freed", &Window::freed)
+      .def("target_bytes", &Window::target_bytes)
+      .def(
+          "put",
+          [](Window& window, int target, uintptr_t data, const RegionSpec& region) {
+            window.put(target, pointer(data), to_region(region));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "get",
+          [](Window& window, int target, uintptr_t out, const RegionSpec& region) {
+            window.get(target, pointer(out), to_region(region));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "accumulate",
+          [](Window& window, int target, int op, int type, uintptr_t data, const RegionSpec& region) {
+            window.accumulate(target, static_cast<rma::ReduceOp>(op), static_cast<rma::ElementType>(type),
+                              pointer(data), to_region(region));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "get_accumulate",
+          [](Window& window, int target, int op, int type, uintptr_t data, uintptr_t result,
+             const RegionSpec& region) {
+            window.get_accumulate(target, static_cast<rma::ReduceOp>(op),
+                                  static_cast<rma::ElementType>(type), pointer(data), pointer(result),
+                                  to_region(region));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "compare_and_swap",
+          [](Window& window, int target, int type, uintptr_t data, uintptr_t compare, uintptr_t result,
+             const RegionSpec& region) {
+            window.compare_and_swap(target, static_cast<rma::ElementType>(type), pointer(data),
+                                    pointer(compare), pointer(result), to_region(region));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def("fence", &Window::fence, py::arg("mode"), py::call_guard<py::gil_scoped_release>())
+      .def("free", &Window::free, py::call_guard<py::gil_scoped_release>());
+}

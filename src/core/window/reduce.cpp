@@ -1,0 +1,221 @@
+#include "window/reduce.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <complex>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+
+#include "errors.hpp"
+
+namespace rma {
+
+namespace {
+
+// Elements that are misaligned (possible in a raw-byte window) or too wide for a lock-free
+// compare-and-swap are updated under this lock instead.
+std::mutex& fallback_lock() {
+  static std::mutex lock;
+  return lock;
+}
+
+template <class T>
+bool lock_free_at(const void* address) {
+  return std::atomic_ref<T>::is_always_lock_free &&
+         reinterpret_cast<uintptr_t>(address) % std::atomic_ref<T>::required_alignment == 0;
+}
+
+// Applies update(old) -> new to one element atomically and returns the old value.
+template <class T, class Update>
+T atomic_update(void* address, Update update) {
+  if (lock_free_at<T>(address)) {
+    std::atomic_ref<T> element(*static_cast<T*>(address));
+    T old = element.load(std::memory_order_relaxed);
+    // compare_exchange compares representations; a NaN stored compares equal to itself.
+    while (!element.compare_exchange_weak(old, update(old), std::memory_order_acq_rel,
+                                          std::memory_order_relaxed)) {
+    }
+    return old;
+  }
+  std::lock_guard guard(fallback_lock());
+  T old;
+  std::memcpy(&old, address, sizeof(T));
+  T updated = update(old);
+  std::memcpy(address, &updated, sizeof(T));
+  return old;
+}
+
+template <class T>
+T load(const void* address) {
+  T value;
+  std::memcpy(&value, address, sizeof(T));
+  return value;
+}
+
+template <class T>
+constexpr bool is_complex = false;
+template <class T>
+constexpr bool is_complex<std::complex<T>> = true;
+
+// The new value of one element under op, for the types where op fits.
+template <class T>
+T combine(ReduceOp op, T current, T operand) {
+  switch (op) {
+    case ReduceOp::Replace: return operand;
+    case ReduceOp::NoOp: return current;
+    // Integers wrap around as in NumPy: the arithmetic is done in uint64_t, where overflow is
+    // defined, and truncated back (modulo 2^n since C++20).
+    case ReduceOp::Sum:
+      if constexpr (std::is_same_v<T, bool>) break;
+      else if constexpr (std::is_integral_v<T>) return static_cast<T>(uint64_t(current) + uint64_t(operand));
+      else return current + operand;
+    case ReduceOp::Prod:
+      if constexpr (std::is_same_v<T, bool>) break;
+      else if constexpr (std::is_integral_v<T>) return static_cast<T>(uint64_t(current) * uint64_t(operand));
+      else return current * operand;
+    case ReduceOp::Min:
+      if constexpr (is_complex<T> || std::is_same_v<T, bool>) break;
+      else return std::min(current, operand);
+    case ReduceOp::Max:
+      if constexpr (is_complex<T> || std::is_same_v<T, bool>) break;
+      else return std::max(current, operand);
+    case ReduceOp::Land:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>(current && operand);
+      break;
+    case ReduceOp::Lor:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>(current || operand);
+      break;
+    case ReduceOp::Lxor:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>((current != T{}) != (operand != T{}));
+      break;
+    case ReduceOp::Band:
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(current & operand);
+      break;
+    case ReduceOp::Bor:
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(current | operand);
+      break;
+    case ReduceOp::Bxor:
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<T>(current ^ operand);
+      break;
+  }
+  throw UsageError("rma: " + describe(op) + " does not apply to this type");
+}
+
+template <class T>
+void apply_typed(ReduceOp op, void* target, const void* operand, void* fetched, size_t count) {
+  auto* bytes = static_cast<std::byte*>(target);
+  auto* in = static_cast<const std::byte*>(operand);
+  auto* out = static_cast<std::byte*>(fetched);
+  for (size_t i = 0; i < count; ++i) {
+    T value = load<T>(in + i * sizeof(T));
+    T old;
+    if (op == ReduceOp::NoOp) {
+      old = atomic_update<T>(bytes + i * sizeof(T), [](T current) { return current; });
+    } else {
+      old = atomic_update<T>(bytes + i * sizeof(T),
+                             [op, value](T current) { return combine<T>(op, current, value); });
+    }
+    if (out != nullptr) std::memcpy(out + i * sizeof(T), &old, sizeof(T));
+  }
+}
+
+template <class T>
+void cas_typed(void* target, const void* compare, const void* operand, void* fetched) {
+  T expected = load<T>(compare), desired = load<T>(operand);
+  T old = atomic_update<T>(target, [&](T current) {
+    return std::memcmp(&current, &expected, sizeof(T)) == 0 ? desired : current;
+  });
+  std::memcpy(fetched, &old, sizeof(T));
+}
+
+// Calls f with a value of the C++ type of `type` (as a tag).
+template <class F>
+void dispatch(ElementType type, F&& f) {
+  switch (type) {
+    case ElementType::Bool: return f(bool{});
+    case ElementType::Int8: return f(int8_t{});
+    case ElementType::UInt8: return f(uint8_t{});
+    case ElementType::Int16: return f(int16_t{});
+    case ElementType::UInt16: return f(uint16_t{});
+    case ElementType::Int32: return f(int32_t{});
+    case ElementType::UInt32: return f(uint32_t{});
+    case ElementType::Int64: return f(int64_t{});
+    case ElementType::UInt64: return f(uint64_t{});
+    case ElementType::Float32: return f(float{});
+    case ElementType::Float64: return f(double{});
+    case ElementType::Complex64: return f(std::complex<float>{});
+    case ElementType::Complex128: return f(std::complex<double>{});
+    case ElementType::Bytes: break;
+  }
+  throw UsageError("rma: " + describe(type) + " elements take only REPLACE and NO_OP");
+}
+
+}  // namespace
+
+size_t element_size(ElementType type) {
+  size_t size = 0;
+  if (type == ElementType::Bytes) return 0;
+  dispatch(type, [&](auto tag) { size = sizeof(tag); });
+  return size;
+}
+
+bool op_fits(ReduceOp op, ElementType type) {
+  if (op == ReduceOp::Replace || op == ReduceOp::NoOp) return true;
+  bool is_bool = type == ElementType::Bool;
+  bool is_float = type == ElementType::Float32 || type == ElementType::Float64;
+  bool is_complex = type == ElementType::Complex64 || type == ElementType::Complex128;
+  bool is_integer = !is_bool && !is_float && !is_complex && type != ElementType::Bytes;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Prod: return is_integer || is_float || is_complex;
+    case ReduceOp::Min:
+    case ReduceOp::Max: return is_integer || is_float;
+    case ReduceOp::Land:
+    case ReduceOp::Lor:
+    case ReduceOp::Lxor: return is_integer || is_bool;
+    case ReduceOp::Band:
+    case ReduceOp::Bor:
+    case ReduceOp::Bxor: return is_integer;
+    default: return false;
+  }
+}
+
+std::string describe(ReduceOp op) {
+  static const char* names[] = {"SUM", "PROD", "MIN", "MAX", "LAND", "LOR",
+                                "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP"};
+  auto index = static_cast<size_t>(op);
+  return index < std::size(names) ? names[index] : "op " + std::to_string(index);
+}
+
+std::string describe(ElementType type) {
+  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                "int64", "uint64", "float32", "float64", "complex64",
+                                "complex128", "raw bytes"};
+  auto index = static_cast<size_t>(type);
+  return index < std::size(names) ? names[index] : "type " + std::to_string(index);
+}
+
+void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* target,
+                  const void* operand, void* fetched, size_t count) {
+  if (!op_fits(op, type)) {
+    throw UsageError("rma: " + describe(op) + " does not apply to " + describe(type));
+  }
+  if (type == ElementType::Bytes) {
+    // Raw elements: REPLACE and NO_OP are plain copies, under the fallback lock so that they
+    // are atomic with respect to each other.
+    std::lock_guard guard(fallback_lock());
+    size_t bytes = element_bytes * count;
+    if (fetched != nullptr) std::memcpy(fetched, target, bytes);
+    if (op == ReduceOp::Replace) std::memcpy(target, operand, bytes);
+    return;
+  }
+  dispatch(type, [&](auto tag) { apply_typed<decltype(tag)>(op, target, operand, fetched, count); });
+}
+
+void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand,
+                      void* fetched) {
+  dispatch(type, [&](auto tag) { cas_typed<decltype(tag)>(target, compare, operand, fetched); });
+}
+
+}  // namespace rma

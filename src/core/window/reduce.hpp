@@ -1,0 +1,37 @@
+// The element-wise operations of the accumulate family, applied at the target with CPU
+// atomics (one compare-and-swap loop per element), so concurrent updates of one element from
+// any number of ranks are exact, as if applied in some order. Which op fits which type is
+// checked above (Python) and again here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rma {
+
+enum class ElementType : uint8_t {
+  Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Complex64,
+  Complex128, Bytes  // Bytes: any other fixed-size type, for put/get/REPLACE/NO_OP only
+};
+
+enum class ReduceOp : uint8_t {
+  Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp
+};
+
+size_t element_size(ElementType type);  // 0 for Bytes (the caller's element size applies)
+bool op_fits(ReduceOp op, ElementType type);
+std::string describe(ReduceOp op);
+std::string describe(ElementType type);
+
+// target[i] = op(target[i], operand[i]) for count elements, atomically per element; when
+// fetched is not null it receives the values target held before. element_bytes is the
+// element size (needed for Bytes). Throws UsageError if op does not fit type.
+void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* target,
+                  const void* operand, void* fetched, size_t count);
+
+// Atomically: fetched = target; if (target == compare) target = operand. One element.
+void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand,
+                      void* fetched);
+
+}  // namespace rma

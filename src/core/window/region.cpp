@@ -1,0 +1,104 @@
+#include "window/region.hpp"
+
+#include <cstring>
+
+#include "errors.hpp"
+
+namespace rma {
+
+Region::Region(uint64_t offset, uint32_t element_size, std::vector<RegionDim> dims)
+    : offset_(offset), element_size_(element_size), dims_(std::move(dims)) {
+  if (element_size == 0) throw UsageError("rma: a region's element size must be positive");
+  normalize();
+}
+
+Region Region::contiguous(uint64_t offset, uint64_t length, uint32_t element_size) {
+  return Region(offset, element_size, {{length / element_size, static_cast<int64_t>(element_size)}});
+}
+
+void Region::normalize() {
+  for (const auto& dim : dims_) {
+    if (dim.count == 0) {  // an empty region touches nothing
+      dims_ = {{0, static_cast<int64_t>(element_size_)}};
+      return;
+    }
+  }
+  std::vector<RegionDim> kept;
+  for (const auto& dim : dims_) {
+    if (dim.count != 1) kept.push_back(dim);
+  }
+  // Merge a dimension into the one inside it when its stride steps exactly over that one.
+  std::vector<RegionDim> merged;
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+    if (!merged.empty() &&
+        it->stride == merged.back().stride * static_cast<int64_t>(merged.back().count)) {
+      merged.back().count *= it->count;
+    } else {
+      merged.push_back(*it);
+    }
+  }
+  dims_.assign(merged.rbegin(), merged.rend());
+}
+
+uint64_t Region::elements() const noexcept {
+  uint64_t count = 1;
+  for (const auto& dim : dims_) count *= dim.count;
+  return count;
+}
+
+bool Region::is_contiguous() const noexcept {
+  return dims_.empty() || (dims_.size() == 1 && dims_[0].stride == static_cast<int64_t>(element_size_)) ||
+         elements() == 0;
+}
+
+std::pair<int64_t, int64_t> Region::extent() const noexcept {
+  if (elements() == 0) return {0, 0};
+  int64_t low = static_cast<int64_t>(offset_), high = low;
+  for (const auto& dim : dims_) {
+    int64_t span = dim.stride * static_cast<int64_t>(dim.count - 1);
+    (span < 0 ? low : high) += span;
+  }
+  return {low, high + element_size_};
+}
+
+namespace {
+template <class T>
+void put(std::vector<std::byte>& out, T value) {
+  auto bytes = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof value);
+}
+
+template <class T>
+T take(std::span<const std::byte> data, size_t& position) {
+  if (position + sizeof(T) > data.size()) throw RmaError("rma: truncated region in a message");
+  T value;
+  std::memcpy(&value, data.data() + position, sizeof value);
+  position += sizeof value;
+  return value;
+}
+}  // namespace
+
+void Region::append_to(std::vector<std::byte>& out) const {
+  put<uint64_t>(out, offset_);
+  put<uint32_t>(out, element_size_);
+  put<uint32_t>(out, static_cast<uint32_t>(dims_.size()));
+  for (const auto& dim : dims_) {
+    put<uint64_t>(out, dim.count);
+    put<int64_t>(out, dim.stride);
+  }
+}
+
+Region Region::parse(std::span<const std::byte> data, size_t& position) {
+  auto offset = take<uint64_t>(data, position);
+  auto element_size = take<uint32_t>(data, position);
+  auto ndim = take<uint32_t>(data, position);
+  if (ndim > 64 || element_size == 0) throw RmaError("rma: malformed region in a message");
+  std::vector<RegionDim> dims(ndim);
+  for (auto& dim : dims) {
+    dim.count = take<uint64_t>(data, position);
+    dim.stride = take<int64_t>(data, position);
+  }
+  return Region(offset, element_size, std::move(dims));
+}
+
+}  // namespace rma

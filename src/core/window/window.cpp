@@ -1,0 +1,381 @@
+#include "window/window.hpp"
+
+#include <cstring>
+
+#include "errors.hpp"
+#include "runtime/runtime.hpp"
+
+namespace rma {
+
+namespace {
+template <class T>
+void put_value(Bytes& out, T value) {
+  auto bytes = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof value);
+}
+
+template <class T>
+T take_value(std::span<const std::byte> data, size_t& position) {
+  if (position + sizeof(T) > data.size()) throw RmaError("rma: truncated window message");
+  T value;
+  std::memcpy(&value, data.data() + position, sizeof value);
+  position += sizeof value;
+  return value;
+}
+
+struct Published {
+  uint32_t next_id;
+  RegionDescriptor region;
+};
+}  // namespace
+
+// ---- creation and teardown ----
+
+std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes,
+                                       const std::string& label) {
+  Runtime& runtime = comm.runtime();
+  runtime.require_active("Window creation");
+  // A communicator of its own, so the window's fences never meet the user's messages.
+  std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank());
+  WindowService& service = runtime.service<WindowService>();
+  std::unique_ptr<LocalRegion> registration;
+  Published mine{service.next_id(), {}};
+  if (bytes > 0) {
+    registration = runtime.transport().register_region(base, bytes);
+    mine.region = registration->descriptor();
+  }
+  auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)));
+  uint32_t id = 0;
+  std::vector<RegionDescriptor> peers;
+  for (const Bytes& entry : entries) {
+    Published theirs;
+    std::memcpy(&theirs, entry.data(), sizeof theirs);
+    id = std::max(id, theirs.next_id);
+    peers.push_back(theirs.region);
+  }
+  service.id_taken(id);
+  std::string name = "window " + std::to_string(id) + (label.empty() ? "" : " (" + label + ")");
+  std::shared_ptr<Window> window(new Window(own, service, id, base, bytes, name));
+  window->registration_ = std::move(registration);
+  window->peers_ = std::move(peers);
+  service.add(id, window);
+  // Nobody may send to this window before every member can route messages to it.
+  own->barrier();
+  return window;
+}
+
+Window::Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
+               uint64_t bytes, std::string label)
+    : comm_(std::move(comm)), service_(service), id_(id), base_(base), bytes_(bytes),
+      label_(std::move(label)) {}
+
+Window::~Window() {
+  // A window dropped without free() (its rank is ending) still stops taking messages.
+  if (!freed_ && comm_->runtime().active()) service_.remove(id_);
+}
+
+uint64_t Window::target_bytes(int rank) const {
+  if (rank < 0 || rank >= size()) {
+    throw UsageError("rma: rank " + std::to_string(rank) + " is not in " + label_ + " (size " +
+                     std::to_string(size()) + ")");
+  }
+  return peers_[rank].length;
+}
+
+std::string Window::where(const char* call, int target) const {
+  std::string text = std::string("win.") + call;
+  if (target >= 0) text += " to rank " + std::to_string(target);
+  return text + " on rank " + std::to_string(rank()) + " of " + label_;
+}
+
+void Window::free() {
+  if (freed_) throw RmaError("rma: win.free on rank " + std::to_string(rank()) + ": " + label_ + " was already freed");
+  if (fence_epoch_ && calls_since_sync_ > 0) {
+    throw EpochError("rma: " + where("free", -1) + ": inside a fence epoch with " +
+                     std::to_string(calls_since_sync_) +
+                     " communication call(s) not yet completed; call win.fence() first");
+  }
+  comm_->barrier();  // nobody frees while a peer may still address this memory
+  service_.remove(id_);
+  registration_.reset();
+  freed_ = true;
+}
+
+// ---- communication calls ----
+
+bool Window::admit(const char* call, int target, const Region& region) {
+  if (freed_) throw RmaError("rma: " + where(call, -1) + ": the window was freed");
+  comm_->runtime().require_active(call);
+  if (target != kProcNull && (target < 0 || target >= size())) {
+    throw UsageError("rma: " + where(call, -1) + ": target rank " + std::to_string(target) +
+                     " is not a rank of the window (size " + std::to_string(size()) + ")");
+  }
+  if (!fence_epoch_) {
+    throw EpochError("rma: " + where(call, target) +
+                     ": no access epoch is open; open one with win.fence()");
+  }
+  ++calls_since_sync_;
+  if (target == kProcNull) return false;
+  auto [low, high] = region.extent();
+  if (region.elements() > 0 && (low < 0 || static_cast<uint64_t>(high) > peers_[target].length)) {
+    throw RangeError("rma: " + where(call, target) + ": the target region, bytes [" +
+                     std::to_string(low) + ", " + std::to_string(high) +
+                     "), lies outside the target's window of " +
+                     std::to_string(peers_[target].length) + " bytes");
+  }
+  return region.elements() > 0;
+}
+
+Bytes Window::request_header(uint64_t request) const {
+  Bytes message;
+  put_value<uint32_t>(message, id_);
+  put_value<uint64_t>(message, request);
+  return message;
+}
+
+void Window::send_request(uint16_t handler, int target, Bytes message, void* reply_to,
+                          size_t reply_bytes) {
+  uint64_t request;
+  std::memcpy(&request, message.data() + 4, sizeof request);
+  {
+    std::lock_guard lock(pending_mutex_);
+    pending_[request] = Pending{reply_to, reply_bytes};
+  }
+  ++outstanding_;
+  try {
+    comm_->runtime().transport().send(comm_->members()[target], handler, message);
+  } catch (...) {
+    std::lock_guard lock(pending_mutex_);
+    pending_.erase(request);
+    --outstanding_;
+    throw;
+  }
+}
+
+void Window::put(int target, const void* data, const Region& region) {
+  if (!admit("put", target, region)) return;
+  if (region.is_contiguous()) {
+    comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
+                                       RemoteAddress{peers_[target], region.offset()});
+    return;
+  }
+  // A strided region: one message that the target scatters.
+  Bytes message = request_header(next_request_++);
+  put_value<uint8_t>(message, static_cast<uint8_t>(Kind::Copy));
+  put_value<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
+  put_value<uint8_t>(message, static_cast<uint8_t>(ElementType::Bytes));
+  region.append_to(message);
+  auto bytes = static_cast<const std::byte*>(data);
+  message.insert(message.end(), bytes, bytes + region.bytes());
+  send_request(kWindowApply, target, std::move(message), nullptr, 0);
+}
+
+void Window::get(int target, void* out, const Region& region) {
+  if (!admit("get", target, region)) return;
+  if (region.is_contiguous()) {
+    comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
+                                      RemoteAddress{peers_[target], region.offset()});
+    return;
+  }
+  Bytes message = request_header(next_request_++);
+  region.append_to(message);
+  send_request(kWindowRead, target, std::move(message), out, region.bytes());
+}
+
+void Window::accumulate(int target, ReduceOp op, ElementType type, const void* data,
+                        const Region& region) {
+  get_accumulate(target, op, type, data, nullptr, region);
+}
+
+void Window::get_accumulate(int target, ReduceOp op, ElementType type, const void* data,
+                            void* result, const Region& region) {
+  const char* call = result ? "get_accumulate" : "accumulate";
+  if (!op_fits(op, type)) {
+    throw UsageError("rma: " + where(call, target) + ": " + describe(op) + " does not apply to " +
+                     describe(type));
+  }
+  if (!admit(call, target, region)) return;
+  Bytes message = request_header(next_request_++);
+  put_value<uint8_t>(message, static_cast<uint8_t>(result ? Kind::FetchAccumulate : Kind::Accumulate));
+  put_value<uint8_t>(message, static_cast<uint8_t>(op));
+  put_value<uint8_t>(message, static_cast<uint8_t>(type));
+  region.append_to(message);
+  if (op != ReduceOp::NoOp) {
+    auto bytes = static_cast<const std::byte*>(data);
+    message.insert(message.end(), bytes, bytes + region.bytes());
+  }
+  send_request(kWindowApply, target, std::move(message), result, result ? region.bytes() : 0);
+}
+
+void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
+                              void* result, const Region& region) {
+  if (type == ElementType::Bytes || type == ElementType::Float32 || type == ElementType::Float64 ||
+      type == ElementType::Complex64 || type == ElementType::Complex128) {
+    throw UsageError("rma: " + where("compare_and_swap", target) + ": compare_and_swap takes " +
+                     "integers and bool, not " + describe(type));
+  }
+  if (!admit("compare_and_swap", target, region)) return;
+  if (region.elements() != 1) {
+    throw UsageError("rma: " + where("compare_and_swap", target) + ": exactly one element");
+  }
+  Bytes message = request_header(next_request_++);
+  put_value<uint8_t>(message, static_cast<uint8_t>(Kind::CompareSwap));
+  put_value<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
+  put_value<uint8_t>(message, static_cast<uint8_t>(type));
+  region.append_to(message);
+  auto operand = static_cast<const std::byte*>(data);
+  auto comparand = static_cast<const std::byte*>(compare);
+  message.insert(message.end(), operand, operand + region.bytes());
+  message.insert(message.end(), comparand, comparand + region.bytes());
+  send_request(kWindowApply, target, std::move(message), result, region.bytes());
+}
+
+// ---- synchronization ----
+
+void Window::complete_all(const char* call) {
+  Transport& transport = comm_->runtime().transport();
+  Deadline deadline = comm_->runtime().deadline();
+  for (int member : comm_->members()) transport.flush(member, deadline);
+  transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
+                       [&] { return where(call, -1) + " (waiting for its operations to complete)"; });
+}
+
+void Window::fence(int mode) {
+  if (freed_) throw RmaError("rma: " + where("fence", -1) + ": the window was freed");
+  constexpr int kAllModes = kModeNoCheck | kModeNoStore | kModeNoPut | kModeNoPrecede | kModeNoSucceed;
+  if (mode & ~kAllModes) {
+    throw UsageError("rma: " + where("fence", -1) + ": mode " + std::to_string(mode) +
+                     " is not a combination of rma.Mode flags");
+  }
+  if ((mode & kModeNoPrecede) && calls_since_sync_ > 0) {
+    throw EpochError("rma: " + where("fence", -1) + ": Mode.NOPRECEDE promises that no " +
+                     "communication call precedes this fence, but " +
+                     std::to_string(calls_since_sync_) + " did");
+  }
+  complete_all("fence");
+  comm_->barrier();
+  calls_since_sync_ = 0;
+  fence_epoch_ = !(mode & kModeNoSucceed);
+}
+
+// ---- target side ----
+
+void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
+  auto request = take_value<uint64_t>(message, position);
+  auto kind = static_cast<Kind>(take_value<uint8_t>(message, position));
+  auto op = static_cast<ReduceOp>(take_value<uint8_t>(message, position));
+  auto type = static_cast<ElementType>(take_value<uint8_t>(message, position));
+  Region region = Region::parse(message, position);
+  auto [low, high] = region.extent();
+  if (low < 0 || static_cast<uint64_t>(high) > bytes_) {
+    throw RmaError("rma: " + label_ + ": rank " + std::to_string(source) +
+                   " sent a region outside this window; ignored");
+  }
+  Bytes reply = request_header(request);
+  size_t fetched_at = reply.size();
+  bool fetching = kind == Kind::FetchAccumulate || kind == Kind::CompareSwap;
+  if (fetching) reply.resize(reply.size() + region.bytes());
+  const std::byte* data = message.data() + position;
+  size_t cursor = 0;
+  auto* memory = static_cast<std::byte*>(base_);
+  uint32_t element = region.element_size();
+  region.for_each_run([&](uint64_t offset, uint64_t length) {
+    std::byte* target = memory + offset;
+    std::byte* fetched = fetching ? reply.data() + fetched_at + cursor : nullptr;
+    switch (kind) {
+      case Kind::Copy:
+        std::memcpy(target, data + cursor, length);
+        break;
+      case Kind::Accumulate:
+      case Kind::FetchAccumulate:
+        apply_reduce(op, type, element, target, op == ReduceOp::NoOp ? nullptr : data + cursor,
+                     fetched, length / element);
+        break;
+      case Kind::CompareSwap:
+        rma::compare_and_swap(type, target, data + region.bytes() + cursor, data + cursor, fetched);
+        break;
+    }
+    cursor += length;
+  });
+  comm_->runtime().transport().send(source, kWindowReply, reply);
+}
+
+void Window::serve_read(int source, std::span<const std::byte> message, size_t position) {
+  auto request = take_value<uint64_t>(message, position);
+  Region region = Region::parse(message, position);
+  auto [low, high] = region.extent();
+  if (low < 0 || static_cast<uint64_t>(high) > bytes_) {
+    throw RmaError("rma: " + label_ + ": rank " + std::to_string(source) +
+                   " asked for a region outside this window; ignored");
+  }
+  Bytes reply = request_header(request);
+  reply.reserve(reply.size() + region.bytes());
+  auto* memory = static_cast<const std::byte*>(base_);
+  region.for_each_run([&](uint64_t offset, uint64_t length) {
+    reply.insert(reply.end(), memory + offset, memory + offset + length);
+  });
+  comm_->runtime().transport().send(source, kWindowReply, reply);
+}
+
+void Window::take_reply(std::span<const std::byte> message, size_t position) {
+  auto request = take_value<uint64_t>(message, position);
+  Pending pending;
+  {
+    std::lock_guard lock(pending_mutex_);
+    auto found = pending_.find(request);
+    if (found == pending_.end()) throw RmaError("rma: " + label_ + ": a reply nobody waits for");
+    pending = found->second;
+    pending_.erase(found);
+  }
+  size_t length = message.size() - position;
+  if (pending.out != nullptr && length == pending.bytes && length > 0) {
+    std::memcpy(pending.out, message.data() + position, length);
+  }
+  --outstanding_;
+}
+
+// ---- the service ----
+
+WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
+  auto route = [this](void (Window::*serve)(int, std::span<const std::byte>, size_t)) {
+    return [this, serve](int source, Bytes&& message) {
+      size_t position = 0;
+      auto id = take_value<uint32_t>(message, position);
+      std::shared_ptr<Window> window = find(id);
+      if (!window) throw RmaError("rma: a message for window " + std::to_string(id) + ", which is not open here");
+      ((*window).*serve)(source, message, position);
+    };
+  };
+  Transport& transport = runtime.transport();
+  transport.set_handler(kWindowApply, route(&Window::serve_apply));
+  transport.set_handler(kWindowRead, route(&Window::serve_read));
+  transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
+    size_t position = 0;
+    auto id = take_value<uint32_t>(message, position);
+    if (std::shared_ptr<Window> window = find(id)) window->take_reply(message, position);
+  });
+}
+
+void WindowService::add(uint32_t id, const std::shared_ptr<Window>& window) {
+  std::lock_guard lock(mutex_);
+  windows_[id] = window;
+}
+
+void WindowService::remove(uint32_t id) {
+  std::lock_guard lock(mutex_);
+  windows_.erase(id);
+}
+
+std::shared_ptr<Window> WindowService::find(uint32_t id) {
+  std::lock_guard lock(mutex_);
+  auto found = windows_.find(id);
+  return found == windows_.end() ? nullptr : found->second.lock();
+}
+
+void WindowService::id_taken(uint32_t id) noexcept {
+  uint32_t next = next_id_.load();
+  while (next <= id && !next_id_.compare_exchange_weak(next, id + 1)) {
+  }
+}
+
+}  // namespace rma

@@ -1,0 +1,135 @@
+// A window: memory of each rank of a communicator that the others can put to, get from and
+// accumulate into, inside epochs. The memory belongs to the caller (Python keeps it alive);
+// the window registers it, exchanges its descriptor with every member, and tracks the epoch.
+//
+// Paths: contiguous put/get are one-sided fabric operations with delivery completion; strided
+// regions and the whole accumulate family travel as one active message each, applied at the
+// target with CPU atomics (window/reduce.hpp), so one mechanism serves every accumulate.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/communicator.hpp"
+#include "runtime/transport.hpp"
+#include "window/reduce.hpp"
+#include "window/region.hpp"
+
+namespace rma {
+
+class WindowService;
+
+// rma.Mode; the values are the Python flags'.
+enum WindowMode : int {
+  kModeNoCheck = 1,
+  kModeNoStore = 2,
+  kModeNoPut = 4,
+  kModeNoPrecede = 8,
+  kModeNoSucceed = 16,
+};
+
+// A target rank meaning "nobody": the call is a no-op that still needs its epoch.
+constexpr int kProcNull = -2;
+
+class Window : public std::enable_shared_from_this<Window> {
+ public:
+  // Collective over comm. base/bytes: this rank's memory (bytes may be 0). label names the
+  // window in error messages, e.g. "window 3 (float64, shape (10,))".
+  static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes,
+                                        const std::string& label);
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  uint32_t id() const noexcept { return id_; }
+  const std::string& label() const noexcept { return label_; }
+  int rank() const noexcept { return comm_->rank(); }
+  int size() const noexcept { return comm_->size(); }
+  uint64_t target_bytes(int rank) const;
+  bool freed() const noexcept { return freed_; }
+
+  // Communication calls; target is a rank of the window's communicator or kProcNull. The
+  // region is checked against the target's size (RangeError). Local buffers hold the region's
+  // elements contiguously, in C order, and stay alive until the epoch's synchronization.
+  void put(int target, const void* data, const Region& region);
+  void get(int target, void* out, const Region& region);
+  void accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region);
+  void get_accumulate(int target, ReduceOp op, ElementType type, const void* data, void* result,
+                      const Region& region);
+  void compare_and_swap(int target, ElementType type, const void* data, const void* compare,
+                        void* result, const Region& region);
+
+  // Collective: completes every operation of the ending epoch (at origin and target), then
+  // opens a new access and exposure epoch unless mode has kModeNoSucceed.
+  void fence(int mode);
+  // Collective. EpochError if communication calls are waiting for their synchronization.
+  void free();
+
+  // Target side, called by WindowService from the progress engine.
+  void serve_apply(int source, std::span<const std::byte> message, size_t position);
+  void serve_read(int source, std::span<const std::byte> message, size_t position);
+  void take_reply(std::span<const std::byte> message, size_t position);
+
+ private:
+  enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };
+
+  Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
+         uint64_t bytes, std::string label);
+  // EpochError unless an access epoch permits a call to target; RangeError if region is out.
+  // Returns false for kProcNull (nothing to do).
+  bool admit(const char* call, int target, const Region& region);
+  void send_request(uint16_t handler, int target, Bytes message, void* reply_to, size_t reply_bytes);
+  Bytes request_header(uint64_t request) const;
+  void complete_all(const char* call);
+  std::string where(const char* call, int target) const;
+
+  std::shared_ptr<Communicator> comm_;
+  WindowService& service_;
+  uint32_t id_;
+  void* base_;
+  uint64_t bytes_;
+  std::string label_;
+  std::unique_ptr<LocalRegion> registration_;
+  std::vector<RegionDescriptor> peers_;  // by rank of comm_
+
+  // Epoch state: only the caller's thread changes it.
+  bool fence_epoch_ = false;
+  uint64_t calls_since_sync_ = 0;
+  bool freed_ = false;
+
+  // Active-message requests waiting for their reply: id -> where the reply's data goes.
+  struct Pending {
+    void* out;
+    size_t bytes;
+  };
+  std::mutex pending_mutex_;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::atomic<uint64_t> next_request_{1};
+  std::atomic<uint64_t> outstanding_{0};
+};
+
+// The windows' message handlers, one per runtime: routes requests and replies by window id.
+class WindowService {
+ public:
+  explicit WindowService(Runtime& runtime);
+  Runtime& runtime() noexcept { return runtime_; }
+  void add(uint32_t id, const std::shared_ptr<Window>& window);
+  void remove(uint32_t id);
+  // Window ids: each window's members agree on the largest next_id() among them.
+  uint32_t next_id() const noexcept { return next_id_.load(); }
+  void id_taken(uint32_t id) noexcept;
+
+ private:
+  std::shared_ptr<Window> find(uint32_t id);
+  Runtime& runtime_;
+  std::mutex mutex_;
+  std::unordered_map<uint32_t, std::weak_ptr<Window>> windows_;
+  std::atomic<uint32_t> next_id_{1};
+};
+
+}  // namespace rma
