@@ -105,7 +105,7 @@ class Window:
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
         # Every rank learns every rank's shape, dtype and displacement unit.
-        layout = comm.allgather((local.shape, local.dtype.str, unit))
+        layout = comm.allgather((local.shape, local.dtype, unit))
         label = f"{flavor}, {local.dtype}, shape {local.shape}"
         core = _core.Window.create(comm._core, address, local.nbytes, label)
         window = object.__new__(cls)

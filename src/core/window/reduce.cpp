@@ -108,11 +108,11 @@ void apply_typed(ReduceOp op, void* target, const void* operand, void* fetched, 
   auto* in = static_cast<const std::byte*>(operand);
   auto* out = static_cast<std::byte*>(fetched);
   for (size_t i = 0; i < count; ++i) {
-    T value = load<T>(in + i * sizeof(T));
     T old;
-    if (op == ReduceOp::NoOp) {
+    if (op == ReduceOp::NoOp) {  // no operand: NO_OP only reads
       old = atomic_update<T>(bytes + i * sizeof(T), [](T current) { return current; });
     } else {
+      T value = load<T>(in + i * sizeof(T));
       old = atomic_update<T>(bytes + i * sizeof(T),
                              [op, value](T current) { return combine<T>(op, current, value); });
     }
