@@ -1,0 +1,133 @@
+// Target regions and the accumulate kernels, without any fabric.
+#include <complex>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "errors.hpp"
+#include "window/reduce.hpp"
+#include "window/region.hpp"
+
+namespace {
+using rma::ElementType;
+using rma::Region;
+using rma::ReduceOp;
+
+std::vector<std::pair<uint64_t, uint64_t>> runs(const Region& region) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  region.for_each_run([&](uint64_t offset, uint64_t length) { out.emplace_back(offset, length); });
+  return out;
+}
+}  // namespace
+
+int main() {
+  test::run("a contiguous region is one run", [] {
+    Region region = Region::contiguous(16, 64, 8);
+    CHECK(region.is_contiguous());
+    CHECK(region.elements() == 8);
+    CHECK((runs(region) == std::vector<std::pair<uint64_t, uint64_t>>{{16, 64}}));
+    CHECK((region.extent() == std::pair<int64_t, int64_t>{16, 80}));
+  });
+
+  test::run("rows of a 2-D block merge into runs per row", [] {
+    // A 3x4 block of doubles inside a 10x10 array, starting at (2, 3).
+    Region region(8 * (2 * 10 + 3), 8, {{3, 80}, {4, 8}});
+    CHECK(!region.is_contiguous());
+    CHECK(region.elements() == 12);
+    auto found = runs(region);
+    CHECK(found.size() == 3);
+    CHECK((found[0] == std::pair<uint64_t, uint64_t>{184, 32}));
+    CHECK((found[2] == std::pair<uint64_t, uint64_t>{184 + 160, 32}));
+  });
+
+  test::run("whole rows merge into one run", [] {
+    Region region(0, 4, {{5, 16}, {4, 4}});
+    CHECK(region.is_contiguous());
+    CHECK(runs(region).size() == 1);
+  });
+
+  test::run("a reversed column", [] {
+    Region region(8 * 9, 8, {{4, -16}});  // elements 9, 7, 5, 3 of 2-element rows
+    auto found = runs(region);
+    CHECK(found.size() == 4);
+    CHECK(found[0].first == 72 && found[3].first == 24);
+    CHECK((region.extent() == std::pair<int64_t, int64_t>{24, 80}));
+  });
+
+  test::run("empty regions touch nothing", [] {
+    Region region(100, 8, {{3, 80}, {0, 8}});
+    CHECK(region.elements() == 0);
+    CHECK(runs(region).empty());
+    CHECK((region.extent() == std::pair<int64_t, int64_t>{0, 0}));
+  });
+
+  test::run("regions survive a message", [] {
+    Region region(40, 2, {{3, -12}, {2, 4}});
+    std::vector<std::byte> message;
+    region.append_to(message);
+    size_t position = 0;
+    Region parsed = Region::parse(message, position);
+    CHECK(position == message.size());
+    CHECK(runs(parsed) == runs(region));
+    size_t short_position = 0;
+    CHECK_THROWS(rma::RmaError, "truncated",
+                 Region::parse(std::span(message).first(message.size() - 1), short_position));
+  });
+
+  test::run("ops against expectations", [] {
+    int32_t target[3] = {5, -2, 7}, operand[3] = {3, 4, -9}, old[3];
+    rma::apply_reduce(ReduceOp::Sum, ElementType::Int32, 4, target, operand, old, 3);
+    CHECK(target[0] == 8 && target[1] == 2 && target[2] == -2);
+    CHECK(old[0] == 5 && old[1] == -2 && old[2] == 7);
+    rma::apply_reduce(ReduceOp::Max, ElementType::Int32, 4, target, operand, nullptr, 3);
+    CHECK(target[0] == 8 && target[1] == 4 && target[2] == -2);
+    int64_t big = INT64_MAX, one = 1;
+    rma::apply_reduce(ReduceOp::Sum, ElementType::Int64, 8, &big, &one, nullptr, 1);
+    CHECK(big == INT64_MIN);  // wraps, as in NumPy, without undefined behaviour
+    uint8_t byte = 0b1100, mask = 0b1010;
+    rma::apply_reduce(ReduceOp::Bxor, ElementType::UInt8, 1, &byte, &mask, nullptr, 1);
+    CHECK(byte == 0b0110);
+    bool flag = true, other = true;
+    rma::apply_reduce(ReduceOp::Lxor, ElementType::Bool, 1, &flag, &other, nullptr, 1);
+    CHECK(!flag);
+    std::complex<double> z{1, 2}, w{3, -1};
+    rma::apply_reduce(ReduceOp::Prod, ElementType::Complex128, 16, &z, &w, nullptr, 1);
+    CHECK(z == std::complex<double>(5, 5));
+    double x = 1.5, fetched = 0;
+    rma::apply_reduce(ReduceOp::NoOp, ElementType::Float64, 8, &x, nullptr, &fetched, 1);
+    CHECK(fetched == 1.5 && x == 1.5);
+    CHECK_THROWS(rma::UsageError, "BAND does not apply to float64",
+                 rma::apply_reduce(ReduceOp::Band, ElementType::Float64, 8, &x, &x, nullptr, 1));
+  });
+
+  test::run("compare and swap", [] {
+    int16_t value = 4, expected = 4, desired = 9, seen = 0;
+    rma::compare_and_swap(ElementType::Int16, &value, &expected, &desired, &seen);
+    CHECK(value == 9 && seen == 4);
+    rma::compare_and_swap(ElementType::Int16, &value, &expected, &desired, &seen);
+    CHECK(value == 9 && seen == 9);
+  });
+
+  test::run("concurrent updates are atomic per element", [] {
+    // Threads stand in for the future shared-memory path, where ranks apply ops directly.
+    alignas(16) std::complex<double> sum{0, 0};
+    alignas(8) double product = 1;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        std::complex<double> one{1, 1};
+        double factor = 1.0000001;
+        for (int i = 0; i < 20000; ++i) {
+          rma::apply_reduce(ReduceOp::Sum, ElementType::Complex128, 16, &sum, &one, nullptr, 1);
+          rma::apply_reduce(ReduceOp::Prod, ElementType::Float64, 8, &product, &factor, nullptr, 1);
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    CHECK(sum == std::complex<double>(80000, 80000));
+    CHECK(product > 1.0080 && product < 1.0081);  // 1.0000001^80000, if no update was lost
+  });
+
+  return test::finish();
+}
