@@ -237,3 +237,20 @@ def test_importing_rma_keeps_pythons_signal_handlers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.stdout == "KeyboardInterrupt\n"
     assert out.returncode == -15
+
+
+def test_a_stale_shm_file_with_our_pid_does_not_stop_init():
+    # A killed process leaves /dev/shm/<pid>:0:0 behind; a new rank may get the same pid.
+    code = textwrap.dedent("""
+        import os
+        stale = f"/dev/shm/{os.getpid()}:0:0"
+        with open(stale, "wb") as f:
+            f.write(b"left by a dead process")
+        import rma
+        comm = rma.init()
+        print(comm.allgather(comm.rank))  # the provider's own region now has that name
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RMA_")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "[0]\n"

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from rma.launcher import build_command, cleanup_shm_files, split_argv
+from rma._shm_files import cleanup_shm_files
+from rma.launcher import build_command, split_argv
 
 WAIT = 15.0
 RMARUN = [sys.executable, "-m", "rma"]

@@ -366,3 +366,48 @@ def test_op_oracles_and_constants():
     assert rma.SUM is rma.Op.SUM and rma.PROC_NULL == _core.PROC_NULL
     np.testing.assert_array_equal(rma.MAX(np.array([1, 5]), np.array([3, 2])), [3, 5])
     assert rma.Mode.NOPRECEDE | rma.Mode.NOSUCCEED == 24
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_dynamic_window_attach_put_get_accumulate_detach(comm):
+    win = rma.Window.create_dynamic(comm)
+    assert win.disp_unit == 1 and win.nbytes == 0
+    memory = np.zeros(8, np.float64)
+    disp = win.attach(memory)
+    displacements = comm.allgather(disp)
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    win.fence()
+    win.put(np.arange(4.0) + comm.rank, right, displacements[right] + 8)  # bytes
+    win.accumulate(np.ones(1), 0, displacements[0] + 56, op=rma.SUM)
+    win.fence()
+    np.testing.assert_array_equal(memory[1:5], np.arange(4.0) + left)
+    if comm.rank == 0:
+        assert memory[7] == comm.size
+    back = np.zeros(4)
+    win.get(back, right, displacements[right] + 8)
+    win.fence()
+    np.testing.assert_array_equal(back, np.arange(4.0) + comm.rank)
+    # Outside the attached memory, or after detaching: refused before anything moves.
+    with pytest.raises(rma.TargetRangeError, match="attached"):
+        win.put(np.ones(2), right, displacements[right] + 56)
+    with pytest.raises(TypeError, match="not target="):
+        win.put(np.ones(2), right, target=np.s_[0:2])
+    win.fence()
+    win.detach(memory)
+    with pytest.raises(ValueError, match="not attached"):
+        win.detach(memory)
+    win.fence()
+    # The origin still believes the memory is there; the target refuses, and the origin hears
+    # of it at its fence (after which the window works on).
+    win.put(np.ones(1), right, displacements[right])
+    with pytest.raises(rma.TargetRangeError, match="refused"):
+        win.fence()
+    # Attach something new: peers learn of it at their next access.
+    fresh = np.full(3, 5, np.int32)
+    spots = comm.allgather(win.attach(fresh))
+    win.fence()
+    got = np.zeros(3, np.int32)
+    win.get(got, right, spots[right])
+    win.fence(rma.Mode.NOSUCCEED)
+    np.testing.assert_array_equal(got, [5, 5, 5])
+    win.free()

@@ -17,6 +17,7 @@ import threading
 
 from ._native import _core
 from .comm import Comm
+from ._shm_files import remove_stale_shm_files
 from .errors import BootstrapError, RMAError
 
 __all__ = ["init", "finalize", "is_initialized", "provider"]
@@ -111,6 +112,13 @@ def init() -> Comm:
         return _job.world
 
 
+def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float, sleep_us: int):
+    """Open this rank's endpoint (after clearing the shm provider's stale files, if shm)."""
+    if provider == "shm":
+        remove_stale_shm_files()
+    return _core.Runtime(rank, size, provider, node, timeout, sleep_us)
+
+
 def _join() -> _Job:
     rank = _environment_int(_RANK_VARIABLES, None)
     size = _environment_int(_SIZE_VARIABLES, None)
@@ -126,7 +134,7 @@ def _join() -> _Job:
                 "`rmarun -n N ...`, or set RMA_STORE and RMA_SECRET (see `rmarun --serve-store`)"
             )
         provider, node = choose_provider(requested, same_host=True)
-        runtime = _core.Runtime(0, 1, provider, node, timeout, sleep_us)
+        runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us)
         runtime.connect([runtime.address()])
         return _Job(runtime, None, Comm(runtime.world()))
 
@@ -143,7 +151,7 @@ def _join() -> _Job:
         store.put(f"host/{rank}", socket.gethostname().encode())
         hosts = store.get_many([f"host/{r}" for r in range(size)])
         provider, node = choose_provider(requested, same_host=len(set(hosts)) == 1)
-        runtime = _core.Runtime(rank, size, provider, node, timeout, sleep_us)
+        runtime = _open_runtime(rank, size, provider, node, timeout, sleep_us)
         # Round 2: endpoint addresses, tagged with the provider so a mismatch is caught here.
         store.put(f"address/{rank}", provider.encode() + b"\0" + runtime.address())
         entries = store.get_many([f"address/{r}" for r in range(size)])

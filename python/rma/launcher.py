@@ -29,10 +29,11 @@ import threading
 import time
 from typing import Iterable, Sequence
 
+from ._shm_files import cleanup_shm_files
 from ._store import StoreServer, parse_address
 from .errors import BootstrapError
 
-__all__ = ["main", "cleanup_shm_files", "print_info", "build_command"]
+__all__ = ["main", "print_info", "build_command"]
 
 PROG = "rmarun"
 # Seconds between the polite signal and SIGKILL when stopping ranks.
@@ -255,40 +256,6 @@ def _say(message: str) -> None:
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
-
-
-def cleanup_shm_files(pids: Iterable[int], shm_dir: str = "/dev/shm") -> list[str]:
-    """Remove shared-memory files left behind by the given (dead) rank pids.
-
-    The libfabric shm provider names its regions after the creating pid; a
-    rank that was killed cannot unlink them.  Removes every regular file of
-    ours in shm_dir whose name is a pid followed by a non-digit ("1234:0:0",
-    "1234_x").  Returns the names removed; never raises.
-    """
-    removed: list[str] = []
-    try:
-        prefixes = {str(int(pid)) for pid in pids}
-        if not prefixes:
-            return removed
-        uid = os.getuid()
-        with os.scandir(shm_dir) as entries:
-            for entry in entries:
-                name = entry.name
-                digits = len(name) - len(name.lstrip("0123456789"))
-                # The pid must be the whole leading run of digits, so that
-                # pid 12 never matches another process's "123:..." file.
-                if digits == 0 or digits == len(name) or name[:digits] not in prefixes:
-                    continue
-                try:
-                    if not entry.is_file(follow_symlinks=False) or entry.stat().st_uid != uid:
-                        continue
-                    os.unlink(entry.path)
-                    removed.append(name)
-                except OSError:
-                    pass
-    except Exception:  # noqa: BLE001 - cleanup must never fail the job
-        pass
-    return removed
 
 
 def print_info() -> int:

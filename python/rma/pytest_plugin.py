@@ -65,7 +65,8 @@ import pytest
 
 from ._store import StoreServer
 from ._test_worker import FrameReader, send_frame
-from .launcher import _describe_exit, _killpg, cleanup_shm_files
+from ._shm_files import cleanup_shm_files
+from .launcher import _describe_exit, _killpg
 
 __all__ = ["DEFAULT_TIMEOUT"]
 

@@ -99,6 +99,42 @@ class Window:
         return cls._build(comm, array, address, array, "create", disp_unit, info)
 
     @classmethod
+    def create_dynamic(cls, comm: Comm, *, info: dict | None = None) -> Window:
+        """Return a window that exposes, on each rank, the memory it attaches later.
+
+        Collective over `comm`. Displacements are bytes (disp_unit 1), given by attach();
+        `target=` does not apply.
+        """
+        return cls._build(comm, np.zeros(0, np.uint8), 0, None, "dynamic", 1, info)
+
+    def attach(self, array: np.ndarray) -> int:
+        """Expose `array` (writable, C-contiguous) to the other ranks; return its displacement.
+
+        Publish the displacement (with comm.bcast, for instance): others pass it as target_disp.
+        The window keeps the array alive until detach().
+        """
+        self._check_open("attach")
+        if self._flavor != "dynamic":
+            raise RMAError(f"rma: win.attach: only a dynamic window takes attach, not this {self._flavor} one")
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"rma: win.attach: expected a NumPy array, got {type(array).__name__}")
+        if not array.flags.writeable or not array.flags.c_contiguous:
+            raise ValueError("rma: win.attach: the array must be writable and C-contiguous")
+        address = _address(array)
+        self._core.attach(address, array.nbytes)
+        self._attached[address] = array
+        return address
+
+    def detach(self, array: np.ndarray) -> None:
+        """Withdraw memory attached with attach(array)."""
+        self._check_open("detach")
+        address = _address(array) if isinstance(array, np.ndarray) else None
+        if address not in self._attached:
+            raise ValueError("rma: win.detach: that array is not attached to this window")
+        self._core.detach(address)
+        del self._attached[address]
+
+    @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info) -> Window:
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: Window.{flavor}: comm must be an rma.Comm, not {type(comm).__name__}")
@@ -106,8 +142,10 @@ class Window:
         hints = _hints(info, flavor)
         # Every rank learns every rank's shape, dtype and displacement unit.
         layout = comm.allgather((local.shape, local.dtype, unit))
-        label = f"{flavor}, {local.dtype}, shape {local.shape}"
-        core = _core.Window.create(comm._core, address, local.nbytes, label)
+        if flavor == "dynamic":
+            core = _core.Window.create_dynamic(comm._core, "dynamic")
+        else:
+            core = _core.Window.create(comm._core, address, local.nbytes, f"{flavor}, {local.dtype}, shape {local.shape}")
         window = object.__new__(cls)
         window._core = core
         window._comm = comm
@@ -119,6 +157,7 @@ class Window:
         window._layout = [(tuple(shape), np.dtype(dt), u) for shape, dt, u in layout]
         window._pending = []  # arrays in use by operations not yet completed
         window._after_sync = []  # copies into non-contiguous results, once the data is there
+        window._attached = {}  # a dynamic window's memory, by address
         window._freed = False
         return window
 
@@ -179,7 +218,7 @@ class Window:
     def put(self, origin: Any, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start writing `origin` into `target_rank`'s window; it lands by the next synchronization."""
         rank = self._rank(target_rank, "put")
-        data = self._origin(origin, rank, "put", raw_ok=target is None)
+        data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
         self._pending.append(data)
         self._core.put(rank, _address(data), region)
@@ -187,7 +226,7 @@ class Window:
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
         rank = self._rank(target_rank, "get")
-        self._check_result(result, rank, "get", raw_ok=target is None)
+        self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
         out = self._landing(result)
         region = self._region("get", rank, target_disp, target, out)
         self._core.get(rank, _address(out), region)
@@ -197,7 +236,7 @@ class Window:
     ) -> None:
         """Start combining `origin` into `target_rank`'s window element by element with `op`."""
         rank = self._rank(target_rank, "accumulate")
-        data = self._origin(origin, rank, "accumulate", raw_ok=False)
+        data = self._origin(origin, rank, "accumulate", raw_ok=self._by_displacement(target, "accumulate"))
         op = check_op(op, data.dtype, "accumulate")
         region = self._region("accumulate", rank, target_disp, target, data)
         self._pending.append(data)
@@ -215,7 +254,7 @@ class Window:
     ) -> None:
         """Start combining `origin` into the target with `op`, fetching the old values into `result`."""
         rank = self._rank(target_rank, "get_accumulate")
-        self._check_result(result, rank, "get_accumulate", raw_ok=False)
+        self._check_result(result, rank, "get_accumulate", raw_ok=self._by_displacement(target, "get_accumulate"))
         data = self._origin(origin, rank, "get_accumulate", raw_ok=False, dtype=result.dtype)
         op = check_op(op, result.dtype, "get_accumulate")
         if data.size != result.size:
@@ -242,7 +281,7 @@ class Window:
         """Start replacing one target element by `origin` if it equals `compare`; fetch the old value."""
         rank = self._rank(target_rank, "compare_and_swap")
         self._single(result, "compare_and_swap", "result")
-        self._check_result(result, rank, "compare_and_swap", raw_ok=False)
+        self._check_result(result, rank, "compare_and_swap", raw_ok=True)
         if result.dtype not in COMPARE_TYPES:
             raise TypeError(f"rma: win.compare_and_swap: takes integers and bool, not {result.dtype}")
         data = self._origin(origin, rank, "compare_and_swap", raw_ok=False, dtype=result.dtype)
@@ -272,6 +311,7 @@ class Window:
         self._check_open("free")
         self._core.free()
         self._freed = True
+        self._attached.clear()
         self._pending.clear()
         self._after_sync.clear()
 
@@ -317,6 +357,12 @@ class Window:
                 f"rma: win.{call}: rank {rank} is not a rank of the window (size {self._comm.size})"
             )
         return rank
+
+    def _by_displacement(self, target: Any, call: str) -> bool:
+        """Return True when the call addresses the target by displacement (not target=)."""
+        if target is not None and self._flavor == "dynamic":
+            raise TypeError(f"rma: win.{call}: a dynamic window takes byte displacements, not target=")
+        return target is None
 
     def _target_dtype(self, rank: int) -> np.dtype:
         return self.dtype if rank == PROC_NULL else self._layout[rank][1]

@@ -77,6 +77,14 @@ void register_window(py::module_& m) {
           },
           py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"),
           py::call_guard<py::gil_scoped_release>())
+      .def_static(
+          "create_dynamic",
+          [](const rma::Communicator& comm, const std::string& label) {
+            return Window::create_dynamic(comm, label);
+          },
+          py::arg("comm"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
+      .def("attach", [](Window& window, uintptr_t base, uint64_t bytes) { window.attach(pointer(base), bytes); })
+      .def("detach", [](Window& window, uintptr_t base) { window.detach(pointer(base)); })
       .def_property_readonly("id", &Window::id)
       .def_property_readonly("freed", &Window::freed)
       .def("target_bytes", &Window::target_bytes)

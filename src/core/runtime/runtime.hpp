@@ -34,6 +34,7 @@ enum ActiveMessageId : uint16_t {
   kWindowApply = 10,  // window layer: apply data or an op to a region of a target's window
   kWindowRead = 11,   // window layer: read a region
   kWindowReply = 12,  // window layer: acknowledgement or data for the origin
+  kWindowAttachments = 13,  // window layer: a dynamic window's attached ranges, please
 };
 
 class Runtime : public std::enable_shared_from_this<Runtime> {

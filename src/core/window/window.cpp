@@ -33,6 +33,15 @@ struct Published {
 
 std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes,
                                        const std::string& label) {
+  return establish(comm, base, bytes, label, false);
+}
+
+std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label) {
+  return establish(comm, nullptr, 0, label, true);
+}
+
+std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
+                                          const std::string& label, bool dynamic) {
   Runtime& runtime = comm.runtime();
   runtime.require_active("Window creation");
   // A communicator of its own, so the window's fences never meet the user's messages.
@@ -58,6 +67,8 @@ std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uin
   std::shared_ptr<Window> window(new Window(own, service, id, base, bytes, name));
   window->registration_ = std::move(registration);
   window->peers_ = std::move(peers);
+  window->dynamic_ = dynamic;
+  window->known_attachments_.resize(own->size());
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it.
   own->barrier();
@@ -117,13 +128,99 @@ bool Window::admit(const char* call, int target, const Region& region) {
   ++calls_since_sync_;
   if (target == kProcNull) return false;
   auto [low, high] = region.extent();
-  if (region.elements() > 0 && (low < 0 || static_cast<uint64_t>(high) > peers_[target].length)) {
+  if (region.elements() > 0 && !exposes(target, low, high)) {
+    std::string window = dynamic_ ? "memory attached to the target's dynamic window"
+                                  : "the target's window of " + std::to_string(peers_[target].length) + " bytes";
     throw RangeError("rma: " + where(call, target) + ": the target region, bytes [" +
-                     std::to_string(low) + ", " + std::to_string(high) +
-                     "), lies outside the target's window of " +
-                     std::to_string(peers_[target].length) + " bytes");
+                     std::to_string(low) + ", " + std::to_string(high) + "), lies outside " + window);
   }
   return region.elements() > 0;
+}
+
+namespace {
+bool inside(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, int64_t low, int64_t high) {
+  for (const auto& [address, bytes] : ranges) {
+    if (low >= static_cast<int64_t>(address) && high <= static_cast<int64_t>(address + bytes)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool Window::exposes(int target, int64_t low, int64_t high) {
+  if (low < 0) return false;
+  if (!dynamic_) return static_cast<uint64_t>(high) <= peers_[target].length;
+  if (inside(known_attachments_[target], low, high)) return true;
+  // Not in what we knew: ask the target for its attachments now (they change without notice).
+  Bytes request = request_header(next_request_++);
+  Bytes answer;
+  uint64_t request_id;
+  std::memcpy(&request_id, request.data() + 4, sizeof request_id);
+  {
+    std::lock_guard lock(pending_mutex_);
+    pending_[request_id] = Pending{&answer, 0, target, "attachments query"};
+    attachment_requests_.insert(request_id);
+  }
+  ++outstanding_;
+  comm_->runtime().transport().send(comm_->members()[target], kWindowAttachments, request);
+  std::vector<int> watch{comm_->members()[target]};
+  comm_->runtime().transport().wait_until(
+      [&] {
+        std::lock_guard lock(pending_mutex_);
+        return pending_.count(request_id) == 0;
+      },
+      comm_->runtime().deadline(), watch, [&] { return where("attachments query", target); });
+  Attachments table(answer.size() / 16);
+  std::memcpy(table.data(), answer.data(), table.size() * 16);
+  known_attachments_[target] = std::move(table);
+  return inside(known_attachments_[target], low, high);
+}
+
+bool Window::local_exposes(int64_t low, int64_t high) {
+  if (low < 0) return false;
+  if (!dynamic_) return static_cast<uint64_t>(high) <= bytes_;
+  std::lock_guard lock(attachments_mutex_);
+  return inside(attachments_, low, high);
+}
+
+std::byte* Window::local_address(uint64_t offset) {
+  // A dynamic window's offsets are addresses.
+  return dynamic_ ? reinterpret_cast<std::byte*>(offset) : static_cast<std::byte*>(base_) + offset;
+}
+
+void Window::attach(void* base, uint64_t bytes) {
+  if (!dynamic_) throw UsageError("rma: win.attach on rank " + std::to_string(rank()) + ": " + label_ + " is not dynamic");
+  std::lock_guard lock(attachments_mutex_);
+  auto address = reinterpret_cast<uint64_t>(base);
+  for (const auto& [start, length] : attachments_) {
+    if (address < start + length && start < address + bytes) {
+      throw UsageError("rma: win.attach on rank " + std::to_string(rank()) + ": the memory overlaps memory already attached to " + label_);
+    }
+  }
+  attachments_.emplace_back(address, bytes);
+}
+
+void Window::detach(void* base) {
+  std::lock_guard lock(attachments_mutex_);
+  auto address = reinterpret_cast<uint64_t>(base);
+  for (auto it = attachments_.begin(); it != attachments_.end(); ++it) {
+    if (it->first == address) {
+      attachments_.erase(it);
+      return;
+    }
+  }
+  throw UsageError("rma: win.detach on rank " + std::to_string(rank()) + ": that memory is not attached to " + label_);
+}
+
+void Window::serve_attachments(int source, std::span<const std::byte> message, size_t position) {
+  auto request = take_value<uint64_t>(message, position);
+  Bytes reply = request_header(request);
+  reply.push_back(kAccepted);
+  {
+    std::lock_guard lock(attachments_mutex_);
+    auto bytes = reinterpret_cast<const std::byte*>(attachments_.data());
+    reply.insert(reply.end(), bytes, bytes + attachments_.size() * 16);
+  }
+  comm_->runtime().transport().send(source, kWindowReply, reply);
 }
 
 Bytes Window::request_header(uint64_t request) const {
@@ -133,13 +230,13 @@ Bytes Window::request_header(uint64_t request) const {
   return message;
 }
 
-void Window::send_request(uint16_t handler, int target, Bytes message, void* reply_to,
-                          size_t reply_bytes) {
+void Window::send_request(const char* call, uint16_t handler, int target, Bytes message,
+                          void* reply_to, size_t reply_bytes) {
   uint64_t request;
   std::memcpy(&request, message.data() + 4, sizeof request);
   {
     std::lock_guard lock(pending_mutex_);
-    pending_[request] = Pending{reply_to, reply_bytes};
+    pending_[request] = Pending{reply_to, reply_bytes, target, call};
   }
   ++outstanding_;
   try {
@@ -154,7 +251,7 @@ void Window::send_request(uint16_t handler, int target, Bytes message, void* rep
 
 void Window::put(int target, const void* data, const Region& region) {
   if (!admit("put", target, region)) return;
-  if (region.is_contiguous()) {
+  if (region.is_contiguous() && !dynamic_) {
     comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
                                        RemoteAddress{peers_[target], region.offset()});
     return;
@@ -167,19 +264,19 @@ void Window::put(int target, const void* data, const Region& region) {
   region.append_to(message);
   auto bytes = static_cast<const std::byte*>(data);
   message.insert(message.end(), bytes, bytes + region.bytes());
-  send_request(kWindowApply, target, std::move(message), nullptr, 0);
+  send_request("put", kWindowApply, target, std::move(message), nullptr, 0);
 }
 
 void Window::get(int target, void* out, const Region& region) {
   if (!admit("get", target, region)) return;
-  if (region.is_contiguous()) {
+  if (region.is_contiguous() && !dynamic_) {
     comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
                                       RemoteAddress{peers_[target], region.offset()});
     return;
   }
   Bytes message = request_header(next_request_++);
   region.append_to(message);
-  send_request(kWindowRead, target, std::move(message), out, region.bytes());
+  send_request("get", kWindowRead, target, std::move(message), out, region.bytes());
 }
 
 void Window::accumulate(int target, ReduceOp op, ElementType type, const void* data,
@@ -204,7 +301,7 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
     auto bytes = static_cast<const std::byte*>(data);
     message.insert(message.end(), bytes, bytes + region.bytes());
   }
-  send_request(kWindowApply, target, std::move(message), result, result ? region.bytes() : 0);
+  send_request(call, kWindowApply, target, std::move(message), result, result ? region.bytes() : 0);
 }
 
 void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
@@ -227,7 +324,7 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
   auto comparand = static_cast<const std::byte*>(compare);
   message.insert(message.end(), operand, operand + region.bytes());
   message.insert(message.end(), comparand, comparand + region.bytes());
-  send_request(kWindowApply, target, std::move(message), result, region.bytes());
+  send_request("compare_and_swap", kWindowApply, target, std::move(message), result, region.bytes());
 }
 
 // ---- synchronization ----
@@ -256,6 +353,16 @@ void Window::fence(int mode) {
   comm_->barrier();
   calls_since_sync_ = 0;
   fence_epoch_ = !(mode & kModeNoSucceed);
+  raise_refusal();
+}
+
+void Window::raise_refusal() {
+  std::string refusal;
+  {
+    std::lock_guard lock(pending_mutex_);
+    refusal.swap(refusal_);
+  }
+  if (!refusal.empty()) throw RangeError(refusal);
 }
 
 // ---- target side ----
@@ -267,20 +374,17 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
   auto type = static_cast<ElementType>(take_value<uint8_t>(message, position));
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
-  if (low < 0 || static_cast<uint64_t>(high) > bytes_) {
-    throw RmaError("rma: " + label_ + ": rank " + std::to_string(source) +
-                   " sent a region outside this window; ignored");
-  }
   Bytes reply = request_header(request);
+  if (!local_exposes(low, high)) return refuse(source, std::move(reply));
+  reply.push_back(kAccepted);
   size_t fetched_at = reply.size();
   bool fetching = kind == Kind::FetchAccumulate || kind == Kind::CompareSwap;
   if (fetching) reply.resize(reply.size() + region.bytes());
   const std::byte* data = message.data() + position;
   size_t cursor = 0;
-  auto* memory = static_cast<std::byte*>(base_);
   uint32_t element = region.element_size();
   region.for_each_run([&](uint64_t offset, uint64_t length) {
-    std::byte* target = memory + offset;
+    std::byte* target = local_address(offset);
     std::byte* fetched = fetching ? reply.data() + fetched_at + cursor : nullptr;
     switch (kind) {
       case Kind::Copy:
@@ -304,31 +408,47 @@ void Window::serve_read(int source, std::span<const std::byte> message, size_t p
   auto request = take_value<uint64_t>(message, position);
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
-  if (low < 0 || static_cast<uint64_t>(high) > bytes_) {
-    throw RmaError("rma: " + label_ + ": rank " + std::to_string(source) +
-                   " asked for a region outside this window; ignored");
-  }
   Bytes reply = request_header(request);
+  if (!local_exposes(low, high)) return refuse(source, std::move(reply));
+  reply.push_back(kAccepted);
   reply.reserve(reply.size() + region.bytes());
-  auto* memory = static_cast<const std::byte*>(base_);
   region.for_each_run([&](uint64_t offset, uint64_t length) {
-    reply.insert(reply.end(), memory + offset, memory + offset + length);
+    const std::byte* memory = local_address(offset);
+    reply.insert(reply.end(), memory, memory + length);
   });
+  comm_->runtime().transport().send(source, kWindowReply, reply);
+}
+
+void Window::refuse(int source, Bytes reply) {
+  // The origin checked the region against what it knew; the target's memory changed since
+  // (a detach). The origin hears of it at its next synchronization, and nothing waits forever.
+  reply.push_back(kRefused);
   comm_->runtime().transport().send(source, kWindowReply, reply);
 }
 
 void Window::take_reply(std::span<const std::byte> message, size_t position) {
   auto request = take_value<uint64_t>(message, position);
+  bool refused = take_value<uint8_t>(message, position) == static_cast<uint8_t>(kRefused);
   Pending pending;
   {
     std::lock_guard lock(pending_mutex_);
     auto found = pending_.find(request);
     if (found == pending_.end()) throw RmaError("rma: " + label_ + ": a reply nobody waits for");
     pending = found->second;
+    if (refused && refusal_.empty()) {
+      refusal_ = "rma: " + where(pending.call, pending.target) +
+                 ": the target refused the region: it is not in memory exposed there (detached?)";
+    }
+    if (attachment_requests_.erase(request)) {
+      static_cast<Bytes*>(pending.out)->assign(message.begin() + position, message.end());
+      pending_.erase(found);
+      --outstanding_;
+      return;
+    }
     pending_.erase(found);
   }
   size_t length = message.size() - position;
-  if (pending.out != nullptr && length == pending.bytes && length > 0) {
+  if (!refused && pending.out != nullptr && length == pending.bytes && length > 0) {
     std::memcpy(pending.out, message.data() + position, length);
   }
   --outstanding_;
@@ -349,6 +469,7 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   Transport& transport = runtime.transport();
   transport.set_handler(kWindowApply, route(&Window::serve_apply));
   transport.set_handler(kWindowRead, route(&Window::serve_read));
+  transport.set_handler(kWindowAttachments, route(&Window::serve_attachments));
   transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
     size_t position = 0;
     auto id = take_value<uint32_t>(message, position);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -42,6 +43,13 @@ class Window : public std::enable_shared_from_this<Window> {
   // window in error messages, e.g. "window 3 (float64, shape (10,))".
   static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes,
                                         const std::string& label);
+  // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
+  // offsets are the attached memory's addresses (what attach returns to Python).
+  static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label);
+
+  // Dynamic windows: expose or withdraw [base, base + bytes) of this rank. Local calls.
+  void attach(void* base, uint64_t bytes);
+  void detach(void* base);
   ~Window();
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
@@ -74,16 +82,29 @@ class Window : public std::enable_shared_from_this<Window> {
   void serve_apply(int source, std::span<const std::byte> message, size_t position);
   void serve_read(int source, std::span<const std::byte> message, size_t position);
   void take_reply(std::span<const std::byte> message, size_t position);
+  void serve_attachments(int source, std::span<const std::byte> message, size_t position);
 
  private:
   enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };
+  using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
 
   Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
          uint64_t bytes, std::string label);
+  static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
+                                           const std::string& label, bool dynamic);
+  // Whether [low, high) of target's window is exposed (dynamic: inside one attachment,
+  // asking the target once more when the cached table does not cover it).
+  bool exposes(int target, int64_t low, int64_t high);
+  // Whether [low, high) of this rank's memory is exposed to a peer's request.
+  bool local_exposes(int64_t low, int64_t high);
+  std::byte* local_address(uint64_t offset);
   // EpochError unless an access epoch permits a call to target; RangeError if region is out.
   // Returns false for kProcNull (nothing to do).
   bool admit(const char* call, int target, const Region& region);
-  void send_request(uint16_t handler, int target, Bytes message, void* reply_to, size_t reply_bytes);
+  void send_request(const char* call, uint16_t handler, int target, Bytes message, void* reply_to,
+                    size_t reply_bytes);
+  void refuse(int source, Bytes reply);
+  void raise_refusal();  // throws RangeError if a target refused one of our requests
   Bytes request_header(uint64_t request) const;
   void complete_all(const char* call);
   std::string where(const char* call, int target) const;
@@ -96,6 +117,10 @@ class Window : public std::enable_shared_from_this<Window> {
   std::string label_;
   std::unique_ptr<LocalRegion> registration_;
   std::vector<RegionDescriptor> peers_;  // by rank of comm_
+  bool dynamic_ = false;
+  std::mutex attachments_mutex_;
+  Attachments attachments_;                 // this rank's, for a dynamic window
+  std::vector<Attachments> known_attachments_;  // the peers', as last asked
 
   // Epoch state: only the caller's thread changes it.
   bool fence_epoch_ = false;
@@ -106,9 +131,14 @@ class Window : public std::enable_shared_from_this<Window> {
   struct Pending {
     void* out;
     size_t bytes;
+    int target;
+    const char* call;
   };
+  static constexpr std::byte kAccepted{0}, kRefused{1};  // first byte of a reply's body
+  std::string refusal_;  // the first refusal since the last synchronization
   std::mutex pending_mutex_;
   std::unordered_map<uint64_t, Pending> pending_;
+  std::unordered_set<uint64_t> attachment_requests_;  // pending_ entries answering exposes()
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> outstanding_{0};
 };

@@ -1,0 +1,81 @@
+"""Files that libfabric's shm provider leaves in /dev/shm.
+
+The provider names each endpoint's 16 MiB region after its process id ("1234:0:0") and
+unlinks it at a clean exit only. A killed process leaves its file behind; worse, a new process
+that inherits the recycled pid cannot open its endpoint (fi_enable: Device or resource busy).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+__all__ = ["cleanup_shm_files", "remove_stale_shm_files"]
+
+SHM_DIR = "/dev/shm"
+
+
+def _leading_pid(name: str) -> int | None:
+    """Return the pid a region file is named after ("1234:0:0" -> 1234), or None."""
+    digits = len(name) - len(name.lstrip("0123456789"))
+    # The pid must be the whole leading run of digits, followed by something else.
+    if digits == 0 or digits == len(name):
+        return None
+    return int(name[:digits])
+
+
+def cleanup_shm_files(pids: Iterable[int], shm_dir: str = SHM_DIR) -> list[str]:
+    """Remove the region files of the given (dead) pids that belong to us; return their names.
+
+    Never raises: cleaning up must not fail a job.
+    """
+    removed: list[str] = []
+    try:
+        wanted = {int(pid) for pid in pids}
+        if not wanted:
+            return removed
+        uid = os.getuid()
+        with os.scandir(shm_dir) as entries:
+            for entry in entries:
+                if _leading_pid(entry.name) not in wanted:
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False) or entry.stat().st_uid != uid:
+                        continue
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+                except OSError:
+                    pass
+    except Exception:  # noqa: BLE001 - cleanup must never fail the job
+        pass
+    return removed
+
+
+def remove_stale_shm_files(shm_dir: str = SHM_DIR) -> list[str]:
+    """Remove region files of ours whose process is gone, and any named after this process.
+
+    Called before this process opens a shm endpoint: a file with our own pid can only be a
+    dead process's, and it would make our endpoint fail.
+    """
+    me = os.getpid()
+    dead = set()
+    try:
+        for name in os.listdir(shm_dir):
+            pid = _leading_pid(name)
+            if pid is None:
+                continue
+            if pid == me or not _alive(pid):
+                dead.add(pid)
+    except OSError:
+        return []
+    return cleanup_shm_files(dead, shm_dir)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive, and not ours to judge
+    return True
