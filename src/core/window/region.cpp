@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "runtime/wire.hpp"
 
 namespace rma {
 
@@ -61,42 +62,26 @@ std::pair<int64_t, int64_t> Region::extent() const noexcept {
   return {low, high + element_size_};
 }
 
-namespace {
-template <class T>
-void put(std::vector<std::byte>& out, T value) {
-  auto bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof value);
-}
-
-template <class T>
-T take(std::span<const std::byte> data, size_t& position) {
-  if (position + sizeof(T) > data.size()) throw RmaError("rma: truncated region in a message");
-  T value;
-  std::memcpy(&value, data.data() + position, sizeof value);
-  position += sizeof value;
-  return value;
-}
-}  // namespace
 
 void Region::append_to(std::vector<std::byte>& out) const {
-  put<uint64_t>(out, offset_);
-  put<uint32_t>(out, element_size_);
-  put<uint32_t>(out, static_cast<uint32_t>(dims_.size()));
+  wire::append<uint64_t>(out, offset_);
+  wire::append<uint32_t>(out, element_size_);
+  wire::append<uint32_t>(out, static_cast<uint32_t>(dims_.size()));
   for (const auto& dim : dims_) {
-    put<uint64_t>(out, dim.count);
-    put<int64_t>(out, dim.stride);
+    wire::append<uint64_t>(out, dim.count);
+    wire::append<int64_t>(out, dim.stride);
   }
 }
 
 Region Region::parse(std::span<const std::byte> data, size_t& position) {
-  auto offset = take<uint64_t>(data, position);
-  auto element_size = take<uint32_t>(data, position);
-  auto ndim = take<uint32_t>(data, position);
+  auto offset = wire::take<uint64_t>(data, position);
+  auto element_size = wire::take<uint32_t>(data, position);
+  auto ndim = wire::take<uint32_t>(data, position);
   if (ndim > 64 || element_size == 0) throw RmaError("rma: malformed region in a message");
   std::vector<RegionDim> dims(ndim);
   for (auto& dim : dims) {
-    dim.count = take<uint64_t>(data, position);
-    dim.stride = take<int64_t>(data, position);
+    dim.count = wire::take<uint64_t>(data, position);
+    dim.stride = wire::take<int64_t>(data, position);
   }
   return Region(offset, element_size, std::move(dims));
 }

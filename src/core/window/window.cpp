@@ -3,25 +3,12 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "runtime/wire.hpp"
 #include "runtime/runtime.hpp"
 
 namespace rma {
 
 namespace {
-template <class T>
-void put_value(Bytes& out, T value) {
-  auto bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof value);
-}
-
-template <class T>
-T take_value(std::span<const std::byte> data, size_t& position) {
-  if (position + sizeof(T) > data.size()) throw RmaError("rma: truncated window message");
-  T value;
-  std::memcpy(&value, data.data() + position, sizeof value);
-  position += sizeof value;
-  return value;
-}
 
 struct Published {
   uint32_t next_id;
@@ -212,7 +199,7 @@ void Window::detach(void* base) {
 }
 
 void Window::serve_attachments(int source, std::span<const std::byte> message, size_t position) {
-  auto request = take_value<uint64_t>(message, position);
+  auto request = wire::take<uint64_t>(message, position);
   Bytes reply = request_header(request);
   reply.push_back(kAccepted);
   {
@@ -225,8 +212,8 @@ void Window::serve_attachments(int source, std::span<const std::byte> message, s
 
 Bytes Window::request_header(uint64_t request) const {
   Bytes message;
-  put_value<uint32_t>(message, id_);
-  put_value<uint64_t>(message, request);
+  wire::append<uint32_t>(message, id_);
+  wire::append<uint64_t>(message, request);
   return message;
 }
 
@@ -258,9 +245,9 @@ void Window::put(int target, const void* data, const Region& region) {
   }
   // A strided region: one message that the target scatters.
   Bytes message = request_header(next_request_++);
-  put_value<uint8_t>(message, static_cast<uint8_t>(Kind::Copy));
-  put_value<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
-  put_value<uint8_t>(message, static_cast<uint8_t>(ElementType::Bytes));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(Kind::Copy));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(ElementType::Bytes));
   region.append_to(message);
   auto bytes = static_cast<const std::byte*>(data);
   message.insert(message.end(), bytes, bytes + region.bytes());
@@ -293,9 +280,9 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
   }
   if (!admit(call, target, region)) return;
   Bytes message = request_header(next_request_++);
-  put_value<uint8_t>(message, static_cast<uint8_t>(result ? Kind::FetchAccumulate : Kind::Accumulate));
-  put_value<uint8_t>(message, static_cast<uint8_t>(op));
-  put_value<uint8_t>(message, static_cast<uint8_t>(type));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(result ? Kind::FetchAccumulate : Kind::Accumulate));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(op));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
   region.append_to(message);
   if (op != ReduceOp::NoOp) {
     auto bytes = static_cast<const std::byte*>(data);
@@ -316,9 +303,9 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
     throw UsageError("rma: " + where("compare_and_swap", target) + ": exactly one element");
   }
   Bytes message = request_header(next_request_++);
-  put_value<uint8_t>(message, static_cast<uint8_t>(Kind::CompareSwap));
-  put_value<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
-  put_value<uint8_t>(message, static_cast<uint8_t>(type));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(Kind::CompareSwap));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
   region.append_to(message);
   auto operand = static_cast<const std::byte*>(data);
   auto comparand = static_cast<const std::byte*>(compare);
@@ -368,10 +355,10 @@ void Window::raise_refusal() {
 // ---- target side ----
 
 void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
-  auto request = take_value<uint64_t>(message, position);
-  auto kind = static_cast<Kind>(take_value<uint8_t>(message, position));
-  auto op = static_cast<ReduceOp>(take_value<uint8_t>(message, position));
-  auto type = static_cast<ElementType>(take_value<uint8_t>(message, position));
+  auto request = wire::take<uint64_t>(message, position);
+  auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
+  auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
+  auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
   Bytes reply = request_header(request);
@@ -405,7 +392,7 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
 }
 
 void Window::serve_read(int source, std::span<const std::byte> message, size_t position) {
-  auto request = take_value<uint64_t>(message, position);
+  auto request = wire::take<uint64_t>(message, position);
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
   Bytes reply = request_header(request);
@@ -427,8 +414,8 @@ void Window::refuse(int source, Bytes reply) {
 }
 
 void Window::take_reply(std::span<const std::byte> message, size_t position) {
-  auto request = take_value<uint64_t>(message, position);
-  bool refused = take_value<uint8_t>(message, position) == static_cast<uint8_t>(kRefused);
+  auto request = wire::take<uint64_t>(message, position);
+  bool refused = wire::take<uint8_t>(message, position) == static_cast<uint8_t>(kRefused);
   Pending pending;
   {
     std::lock_guard lock(pending_mutex_);
@@ -460,7 +447,7 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   auto route = [this](void (Window::*serve)(int, std::span<const std::byte>, size_t)) {
     return [this, serve](int source, Bytes&& message) {
       size_t position = 0;
-      auto id = take_value<uint32_t>(message, position);
+      auto id = wire::take<uint32_t>(message, position);
       std::shared_ptr<Window> window = find(id);
       if (!window) throw RmaError("rma: a message for window " + std::to_string(id) + ", which is not open here");
       ((*window).*serve)(source, message, position);
@@ -472,7 +459,7 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   transport.set_handler(kWindowAttachments, route(&Window::serve_attachments));
   transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
     size_t position = 0;
-    auto id = take_value<uint32_t>(message, position);
+    auto id = wire::take<uint32_t>(message, position);
     if (std::shared_ptr<Window> window = find(id)) window->take_reply(message, position);
   });
 }
