@@ -306,6 +306,40 @@ class Window:
         self._synchronized(lambda: self._core.fence(_mode(mode, "fence")))
         return _Epoch(self, lambda: self.fence(Mode.NOSUCCEED))
 
+    def post(self, group: Any, mode: int = 0) -> _Epoch:
+        """Open an exposure epoch for the origins in `group`; returns at once.
+
+        As a context manager, the exit calls wait().
+        """
+        self._check_open("post")
+        self._core.post(_group(group, "post"), _mode(mode, "post"))
+        return _Epoch(self, self.wait)
+
+    def start(self, group: Any, mode: int = 0) -> _Epoch:
+        """Open an access epoch to the targets in `group`; returns at once.
+
+        Calls to a target wait for its post, if it has not arrived yet. As a context manager,
+        the exit calls complete().
+        """
+        self._check_open("start")
+        self._core.start(_group(group, "start"), _mode(mode, "start"))
+        return _Epoch(self, self.complete)
+
+    def complete(self) -> None:
+        """End the access epoch: its calls have completed at the origin and at the targets."""
+        self._check_open("complete")
+        self._synchronized(self._core.complete)
+
+    def wait(self) -> None:
+        """End the exposure epoch once every origin of the post group has called complete()."""
+        self._check_open("wait")
+        self._core.wait()
+
+    def test(self) -> bool:
+        """End the exposure epoch and return True if wait() would not block; else return False."""
+        self._check_open("test")
+        return self._core.test()
+
     def free(self) -> None:
         """Free the window; collective. Any later call on it raises rma.RMAError."""
         self._check_open("free")
@@ -516,6 +550,18 @@ def _hints(info: dict | None, call: str) -> dict:
         if key in hints:  # unknown hints are ignored, as MPI does
             hints[key] = bool(value)
     return hints
+
+
+def _group(group: Any, call: str) -> list[int]:
+    """Return the ranks of an rma.Group or of any iterable of ranks."""
+    if isinstance(group, Group):
+        return list(group.ranks)
+    try:
+        return list(Group(group).ranks)
+    except TypeError as error:
+        raise TypeError(f"rma: win.{call}: group must be an rma.Group or an iterable of ranks: {error}") from None
+    except ValueError as error:
+        raise ValueError(f"rma: win.{call}: {error}") from None
 
 
 def _mode(mode: Any, call: str) -> int:

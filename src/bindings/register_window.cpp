@@ -125,5 +125,10 @@ void register_window(py::module_& m) {
           },
           py::call_guard<py::gil_scoped_release>())
       .def("fence", &Window::fence, py::arg("mode"), py::call_guard<py::gil_scoped_release>())
+      .def("post", &Window::post, py::arg("group"), py::arg("mode"), py::call_guard<py::gil_scoped_release>())
+      .def("start", &Window::start, py::arg("group"), py::arg("mode"), py::call_guard<py::gil_scoped_release>())
+      .def("complete", &Window::complete, py::call_guard<py::gil_scoped_release>())
+      .def("wait", &Window::wait, py::call_guard<py::gil_scoped_release>())
+      .def("test", &Window::test, py::call_guard<py::gil_scoped_release>())
       .def("free", &Window::free, py::call_guard<py::gil_scoped_release>());
 }

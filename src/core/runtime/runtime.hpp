@@ -35,6 +35,8 @@ enum ActiveMessageId : uint16_t {
   kWindowRead = 11,   // window layer: read a region
   kWindowReply = 12,  // window layer: acknowledgement or data for the origin
   kWindowAttachments = 13,  // window layer: a dynamic window's attached ranges, please
+  kWindowPost = 14,         // window layer: the sender opened an exposure epoch for us
+  kWindowComplete = 15,     // window layer: the sender completed its access epoch to us
 };
 
 class Runtime : public std::enable_shared_from_this<Runtime> {

@@ -56,6 +56,17 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->peers_ = std::move(peers);
   window->dynamic_ = dynamic;
   window->known_attachments_.resize(own->size());
+  int members = own->size();
+  window->in_access_group_.assign(members, 0);
+  window->post_matched_.assign(members, 0);
+  window->posts_seen_.reset(new std::atomic<uint64_t>[members]);
+  window->completes_seen_.reset(new std::atomic<uint64_t>[members]);
+  for (int r = 0; r < members; ++r) {
+    window->posts_seen_[r] = 0;
+    window->completes_seen_[r] = 0;
+  }
+  window->posts_used_.assign(members, 0);
+  window->completes_used_.assign(members, 0);
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it.
   own->barrier();
@@ -88,6 +99,10 @@ std::string Window::where(const char* call, int target) const {
 
 void Window::free() {
   if (freed_) throw RmaError("rma: win.free on rank " + std::to_string(rank()) + ": " + label_ + " was already freed");
+  if (access_open_ || exposure_open_) {
+    throw EpochError("rma: " + where("free", -1) + ": inside an " +
+                     (access_open_ ? "access epoch (call win.complete() first)" : "exposure epoch (call win.wait() first)"));
+  }
   if (fence_epoch_ && calls_since_sync_ > 0) {
     throw EpochError("rma: " + where("free", -1) + ": inside a fence epoch with " +
                      std::to_string(calls_since_sync_) +
@@ -108,12 +123,19 @@ bool Window::admit(const char* call, int target, const Region& region) {
     throw UsageError("rma: " + where(call, -1) + ": target rank " + std::to_string(target) +
                      " is not a rank of the window (size " + std::to_string(size()) + ")");
   }
-  if (!fence_epoch_) {
+  if (access_open_) {
+    if (target != kProcNull && !in_access_group_[target]) {
+      throw EpochError("rma: " + where(call, target) + ": rank " + std::to_string(target) +
+                       " is not in the group of the open access epoch (win.start(" +
+                       ranks_text(access_group_) + "))");
+    }
+  } else if (!fence_epoch_) {
     throw EpochError("rma: " + where(call, target) +
-                     ": no access epoch is open; open one with win.fence()");
+                     ": no access epoch is open; open one with win.fence() or win.start(group)");
   }
   ++calls_since_sync_;
   if (target == kProcNull) return false;
+  if (access_open_) consume_post(target, call);
   auto [low, high] = region.extent();
   if (region.elements() > 0 && !exposes(target, low, high)) {
     std::string window = dynamic_ ? "memory attached to the target's dynamic window"
@@ -331,6 +353,11 @@ void Window::fence(int mode) {
     throw UsageError("rma: " + where("fence", -1) + ": mode " + std::to_string(mode) +
                      " is not a combination of rma.Mode flags");
   }
+  if (access_open_ || exposure_open_) {
+    throw EpochError("rma: " + where("fence", -1) + ": a " +
+                     (access_open_ ? "start/complete access" : "post/wait exposure") +
+                     " epoch is open; fence and post/start epochs never overlap");
+  }
   if ((mode & kModeNoPrecede) && calls_since_sync_ > 0) {
     throw EpochError("rma: " + where("fence", -1) + ": Mode.NOPRECEDE promises that no " +
                      "communication call precedes this fence, but " +
@@ -350,6 +377,162 @@ void Window::raise_refusal() {
     refusal.swap(refusal_);
   }
   if (!refusal.empty()) throw RangeError(refusal);
+}
+
+void Window::check_group(const std::vector<int>& group, const char* call) const {
+  std::vector<char> seen(size(), 0);
+  for (int rank : group) {
+    if (rank < 0 || rank >= size()) {
+      throw UsageError("rma: " + where(call, -1) + ": rank " + std::to_string(rank) +
+                       " in the group is not a rank of the window (size " + std::to_string(size()) + ")");
+    }
+    if (seen[rank]++) {
+      throw UsageError("rma: " + where(call, -1) + ": rank " + std::to_string(rank) + " is in the group twice");
+    }
+  }
+}
+
+void Window::leave_idle_fence(const char* call) {
+  if (freed_) throw RmaError("rma: " + where(call, -1) + ": the window was freed");
+  if (fence_epoch_) {
+    // A fence followed by no communication call does not keep the window from other epochs.
+    if (calls_since_sync_ > 0) {
+      throw EpochError("rma: " + where(call, -1) + ": a fence epoch with " +
+                       std::to_string(calls_since_sync_) +
+                       " communication call(s) is open; end it with win.fence(Mode.NOSUCCEED)");
+    }
+    fence_epoch_ = false;
+  }
+}
+
+std::string Window::ranks_text(const std::vector<int>& ranks) const {
+  std::string text = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
+int Window::rank_of_world(int world_rank) const {
+  const auto& members = comm_->members();
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == world_rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Window::notify(uint16_t handler, const std::vector<int>& ranks) {
+  Bytes message;
+  wire::append<uint32_t>(message, id_);
+  for (int rank : ranks) comm_->runtime().transport().send(comm_->members()[rank], handler, message);
+}
+
+void Window::post(const std::vector<int>& group, int mode) {
+  leave_idle_fence("post");
+  check_group(group, "post");
+  if (exposure_open_) {
+    throw EpochError("rma: " + where("post", -1) + ": an exposure epoch (win.post(" +
+                     ranks_text(exposure_group_) + ")) is already open; call win.wait() first");
+  }
+  exposure_group_ = group;
+  exposure_nocheck_ = mode & kModeNoCheck;
+  exposure_open_ = true;
+  // Our stores before post are done (they are the caller's own); tell the origins.
+  if (!exposure_nocheck_) notify(kWindowPost, group);
+}
+
+void Window::start(const std::vector<int>& group, int mode) {
+  leave_idle_fence("start");
+  check_group(group, "start");
+  if (access_open_) {
+    throw EpochError("rma: " + where("start", -1) + ": an access epoch (win.start(" +
+                     ranks_text(access_group_) + ")) is already open; call win.complete() first");
+  }
+  access_group_ = group;
+  access_nocheck_ = mode & kModeNoCheck;
+  std::fill(in_access_group_.begin(), in_access_group_.end(), 0);
+  std::fill(post_matched_.begin(), post_matched_.end(), 0);
+  for (int rank : group) in_access_group_[rank] = 1;
+  access_open_ = true;
+  calls_since_sync_ = 0;
+}
+
+void Window::consume_post(int target, const char* call) {
+  if (access_nocheck_ || post_matched_[target]) return;
+  std::vector<int> watch{comm_->members()[target]};
+  comm_->runtime().transport().wait_until(
+      [&] { return posts_seen_[target].load() > posts_used_[target]; }, comm_->runtime().deadline(),
+      watch, [&] {
+        return where(call, target) + " in the access epoch of win.start(" + ranks_text(access_group_) +
+               ") (waiting for rank " + std::to_string(target) + " to call win.post)";
+      });
+  ++posts_used_[target];
+  post_matched_[target] = 1;
+}
+
+void Window::complete() {
+  if (freed_) throw RmaError("rma: " + where("complete", -1) + ": the window was freed");
+  if (!access_open_) {
+    throw EpochError("rma: " + where("complete", -1) + ": no access epoch is open (win.start was not called)");
+  }
+  // Every target's post is consumed, even one we never addressed, so counts stay matched.
+  for (int target : access_group_) consume_post(target, "complete");
+  Transport& transport = comm_->runtime().transport();
+  Deadline deadline = comm_->runtime().deadline();
+  for (int target : access_group_) transport.flush(comm_->members()[target], deadline);
+  transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
+                       [&] { return where("complete", -1) + " (waiting for its operations to complete)"; });
+  if (!access_nocheck_) notify(kWindowComplete, access_group_);
+  access_open_ = false;
+  calls_since_sync_ = 0;
+  raise_refusal();
+}
+
+bool Window::exposure_done() const {
+  for (int origin : exposure_group_) {
+    if (completes_seen_[origin].load() <= completes_used_[origin]) return false;
+  }
+  return true;
+}
+
+void Window::wait() {
+  if (freed_) throw RmaError("rma: " + where("wait", -1) + ": the window was freed");
+  if (!exposure_open_) {
+    throw EpochError("rma: " + where("wait", -1) + ": no exposure epoch is open (win.post was not called)");
+  }
+  if (!exposure_nocheck_) {
+    std::vector<int> watch;
+    for (int origin : exposure_group_) watch.push_back(comm_->members()[origin]);
+    comm_->runtime().transport().wait_until([&] { return exposure_done(); }, comm_->runtime().deadline(), watch, [&] {
+      std::vector<int> missing;
+      for (int origin : exposure_group_) {
+        if (completes_seen_[origin].load() <= completes_used_[origin]) missing.push_back(origin);
+      }
+      return where("wait", -1) + " for the exposure epoch of win.post(" + ranks_text(exposure_group_) +
+             ") (still waiting for win.complete from ranks " + ranks_text(missing) + ")";
+    });
+    for (int origin : exposure_group_) ++completes_used_[origin];
+  }
+  exposure_open_ = false;
+}
+
+bool Window::test() {
+  if (freed_) throw RmaError("rma: " + where("test", -1) + ": the window was freed");
+  if (!exposure_open_) {
+    throw EpochError("rma: " + where("test", -1) + ": no exposure epoch is open (win.post was not called)");
+  }
+  comm_->runtime().transport().progress();
+  if (!exposure_nocheck_ && !exposure_done()) return false;
+  wait();
+  return true;
+}
+
+void Window::note_post(int source, std::span<const std::byte>, size_t) {
+  int rank = rank_of_world(source);
+  if (rank >= 0) ++posts_seen_[rank];
+}
+
+void Window::note_complete(int source, std::span<const std::byte>, size_t) {
+  int rank = rank_of_world(source);
+  if (rank >= 0) ++completes_seen_[rank];
 }
 
 // ---- target side ----
@@ -457,6 +640,8 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   transport.set_handler(kWindowApply, route(&Window::serve_apply));
   transport.set_handler(kWindowRead, route(&Window::serve_read));
   transport.set_handler(kWindowAttachments, route(&Window::serve_attachments));
+  transport.set_handler(kWindowPost, route(&Window::note_post));
+  transport.set_handler(kWindowComplete, route(&Window::note_complete));
   transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
     size_t position = 0;
     auto id = wire::take<uint32_t>(message, position);

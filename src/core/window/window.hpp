@@ -78,11 +78,26 @@ class Window : public std::enable_shared_from_this<Window> {
   // Collective. EpochError if communication calls are waiting for their synchronization.
   void free();
 
+  // General active target. group: ranks of the window's communicator, distinct.
+  // post: open an exposure epoch for the origins in group (local; tells them).
+  void post(const std::vector<int>& group, int mode);
+  // start: open an access epoch to the targets in group. Local: calls to a target wait for
+  // its post, so no data reaches a target before its exposure epoch.
+  void start(const std::vector<int>& group, int mode);
+  // complete: end the access epoch: every call completed at origin and target, then tell them.
+  void complete();
+  // wait: end the exposure epoch once every origin of the post group has completed.
+  void wait();
+  // test: wait() if it would not block and return true, else false.
+  bool test();
+
   // Target side, called by WindowService from the progress engine.
   void serve_apply(int source, std::span<const std::byte> message, size_t position);
   void serve_read(int source, std::span<const std::byte> message, size_t position);
   void take_reply(std::span<const std::byte> message, size_t position);
   void serve_attachments(int source, std::span<const std::byte> message, size_t position);
+  void note_post(int source, std::span<const std::byte> message, size_t position);
+  void note_complete(int source, std::span<const std::byte> message, size_t position);
 
  private:
   enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };
@@ -98,6 +113,14 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether [low, high) of this rank's memory is exposed to a peer's request.
   bool local_exposes(int64_t low, int64_t high);
   std::byte* local_address(uint64_t offset);
+  // Access and exposure epochs.
+  void check_group(const std::vector<int>& group, const char* call) const;
+  void leave_idle_fence(const char* call);
+  void consume_post(int target, const char* call);
+  bool exposure_done() const;
+  void notify(uint16_t handler, const std::vector<int>& ranks);
+  std::string ranks_text(const std::vector<int>& ranks) const;
+  int rank_of_world(int world_rank) const;
   // EpochError unless an access epoch permits a call to target; RangeError if region is out.
   // Returns false for kProcNull (nothing to do).
   bool admit(const char* call, int target, const Region& region);
@@ -122,8 +145,16 @@ class Window : public std::enable_shared_from_this<Window> {
   Attachments attachments_;                 // this rank's, for a dynamic window
   std::vector<Attachments> known_attachments_;  // the peers', as last asked
 
-  // Epoch state: only the caller's thread changes it.
+  // Epoch state: only the caller's thread changes it (the notice counters excepted).
   bool fence_epoch_ = false;
+  bool access_open_ = false, access_nocheck_ = false;
+  std::vector<int> access_group_;
+  std::vector<char> in_access_group_, post_matched_;  // by rank, for the open access epoch
+  bool exposure_open_ = false, exposure_nocheck_ = false;
+  std::vector<int> exposure_group_;
+  // Notices are counted per peer: a post for the next epoch may arrive before this one ends.
+  std::unique_ptr<std::atomic<uint64_t>[]> posts_seen_, completes_seen_;
+  std::vector<uint64_t> posts_used_, completes_used_;
   uint64_t calls_since_sync_ = 0;
   bool freed_ = false;
 
