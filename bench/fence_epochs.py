@@ -1,4 +1,4 @@
-"""Put+fence and accumulate+fence latency (8 B) and put bandwidth (1 MiB) between 2 ranks.
+"""Epoch latency with one 8 B call (fence, PSCW) and put bandwidth (1 MiB) between 2 ranks.
 
 Run: `python bench/fence_epochs.py` (it starts its own 2-rank jobs, one per provider).
 Latency is the median time of one epoch (a call and a fence) on rank 0 while rank 1 fences;
@@ -34,7 +34,22 @@ def epochs(window, call, rounds):
     return statistics.median(samples)
 
 
+def pscw_epochs(rounds):
+    samples = []
+    comm.barrier()
+    for _ in range(rounds):
+        start = time.perf_counter()
+        if comm.rank == 0:
+            win.start([1]); win.put(small, 1); win.complete()
+        else:
+            win.post([0]); win.wait()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
 put = epochs(win, lambda: win.put(small, 1), 2000)
+win.fence(rma.Mode.NOSUCCEED)
+pscw = pscw_epochs(2000)
 accumulate = epochs(acc, lambda: acc.accumulate(small, 1), 2000)
 rates = []
 for _ in range(5):
@@ -46,14 +61,14 @@ for _ in range(5):
     win.fence()
     rates.append(64 * big.nbytes / (time.perf_counter() - start))
 if comm.rank == 0:
-    print(f"{put * 1e6:.1f} us | {accumulate * 1e6:.1f} us | {statistics.median(rates) / 1e9:.2f} GB/s")
+    print(f"{put * 1e6:.1f} us | {accumulate * 1e6:.1f} us | {pscw * 1e6:.1f} us | {statistics.median(rates) / 1e9:.2f} GB/s")
 win.free(); acc.free()
 """
 
 
 def main() -> None:
-    print("| provider | put 8 B + fence | accumulate 8 B + fence | put 1 MiB bandwidth |")
-    print("| --- | --- | --- | --- |")
+    print("| provider | put 8 B + fence | accumulate 8 B + fence | PSCW epoch, one 8 B put | put 1 MiB bandwidth |")
+    print("| --- | --- | --- | --- | --- |")
     for provider in ("shm", "tcp"):
         out = subprocess.run(
             [sys.executable, "-m", "rma", "-n", "2", "--provider", provider, sys.executable, "-c", JOB],
