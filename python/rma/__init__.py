@@ -28,6 +28,8 @@ _LAZY = {
     "is_initialized": "._runtime",
     "Comm": ".comm",
     "Window": ".window",
+    "Request": ".window",
+    "sync": ".sync",
     "Op": ".ops",
     "Mode": ".ops",
     "PROC_NULL": ".ops",
@@ -43,6 +45,8 @@ __all__ = [
     "Comm",
     "Group",
     "Window",
+    "Request",
+    "sync",
     "Op",
     "Mode",
     "PROC_NULL",
@@ -63,7 +67,8 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rma' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    loaded = importlib.import_module(module, __name__)
+    value = loaded if module == "." + name else getattr(loaded, name)  # rma.sync is a module
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -12,7 +12,9 @@ temporary origin (`win.put(np.arange(10), 1)`) or a dropped result array stays v
 
 from __future__ import annotations
 
+import collections
 import operator
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,11 +22,11 @@ import numpy as np
 
 from ._native import _core
 from .comm import Comm
-from .errors import RMAError, TargetRangeError
+from .errors import EpochError, RMAError, TargetRangeError
 from .group import Group
-from .ops import COMPARE_TYPES, PROC_NULL, Mode, Op, check_op, element_type
+from .ops import COMPARE_TYPES, LOCK_EXCLUSIVE, LOCK_SHARED, PROC_NULL, Mode, Op, check_op, element_type
 
-__all__ = ["Window"]
+__all__ = ["Window", "Request"]
 
 _KNOWN_HINTS = {"no_locks": False}
 
@@ -44,6 +46,52 @@ class _Epoch:
     def __exit__(self, *exc_info: object) -> bool:
         self._close()
         return False
+
+
+class Request:
+    """A request-based call (rput, rget, raccumulate, rget_accumulate) until it completes."""
+
+    __slots__ = ("_window", "_rank", "_result", "_done")
+
+    def __init__(self, window: Window, rank: int, result: np.ndarray | None) -> None:
+        self._window = window
+        self._rank = rank
+        self._result = result
+        self._done = rank == PROC_NULL
+
+    def test(self) -> bool:
+        """Return True if the call has completed (at the origin and the target); never waits."""
+        if not self._done and self._window._core.target_idle(self._rank):
+            self._finish()
+        return self._done
+
+    def wait(self) -> np.ndarray | None:
+        """Wait for the call to complete; return the result array of rget/rget_accumulate."""
+        if not self.test():
+            core = self._window._core
+            if core.in_passive_epoch(self._rank):
+                core.flush(self._rank)
+            self._finish()
+        return self._result
+
+    def _finish(self) -> None:
+        # Results that needed a contiguous stand-in are copied back now.
+        for finish in self._window._after_sync.get(self._rank, ()):
+            finish()
+        self._done = True
+
+    def __repr__(self) -> str:
+        return f"<rma.Request to rank {self._rank}, {'done' if self._done else 'pending'}>"
+
+
+_COMPARISONS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 class Window:
@@ -155,8 +203,10 @@ class Window:
         window._disp_unit = unit
         window._info = hints
         window._layout = [(tuple(shape), np.dtype(dt), u) for shape, dt, u in layout]
-        window._pending = []  # arrays in use by operations not yet completed
-        window._after_sync = []  # copies into non-contiguous results, once the data is there
+        # By target rank: arrays in use by calls not yet completed, and the copies into
+        # non-contiguous results to make once their data is there.
+        window._pending = collections.defaultdict(list)
+        window._after_sync = collections.defaultdict(list)
         window._attached = {}  # a dynamic window's memory, by address
         window._freed = False
         return window
@@ -220,14 +270,14 @@ class Window:
         rank = self._rank(target_rank, "put")
         data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
-        self._pending.append(data)
+        self._pending[rank].append(data)
         self._core.put(rank, _address(data), region)
 
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
         rank = self._rank(target_rank, "get")
         self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
-        out = self._landing(result)
+        out = self._landing(result, rank)
         region = self._region("get", rank, target_disp, target, out)
         self._core.get(rank, _address(out), region)
 
@@ -239,7 +289,7 @@ class Window:
         data = self._origin(origin, rank, "accumulate", raw_ok=self._by_displacement(target, "accumulate"))
         op = check_op(op, data.dtype, "accumulate")
         region = self._region("accumulate", rank, target_disp, target, data)
-        self._pending.append(data)
+        self._pending[rank].append(data)
         self._core.accumulate(rank, int(op), element_type(data.dtype), _address(data), region)
 
     def get_accumulate(
@@ -261,9 +311,9 @@ class Window:
             raise ValueError(
                 f"rma: win.get_accumulate: origin has {data.size} elements, result {result.size}"
             )
-        out = self._landing(result)
+        out = self._landing(result, rank)
         region = self._region("get_accumulate", rank, target_disp, target, out)
-        self._pending.append(data)
+        self._pending[rank].append(data)
         self._core.get_accumulate(rank, int(op), element_type(out.dtype), _address(data), _address(out), region)
 
     def fetch_and_op(
@@ -288,9 +338,9 @@ class Window:
         comparand = self._origin(compare, rank, "compare_and_swap", raw_ok=False, dtype=result.dtype)
         self._single(data, "compare_and_swap", "origin")
         self._single(comparand, "compare_and_swap", "compare")
-        out = self._landing(result)
+        out = self._landing(result, rank)
         region = self._region("compare_and_swap", rank, target_disp, None, out)
-        self._pending += [data, comparand]
+        self._pending[rank] += [data, comparand]
         self._core.compare_and_swap(
             rank, element_type(out.dtype), _address(data), _address(comparand), _address(out), region
         )
@@ -340,6 +390,117 @@ class Window:
         self._check_open("test")
         return self._core.test()
 
+    def lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, mode: int = 0) -> _Epoch:
+        """Lock `rank`'s window (exclusive or shared) and open a passive-target epoch to it.
+
+        Returns once the lock is granted; locks are granted in request order. As a context
+        manager, the exit calls unlock(rank), also when the block raises.
+        """
+        rank = self._rank(rank, "lock", allow_null=False)
+        if self._info["no_locks"]:
+            raise EpochError(f"rma: win.lock: this window was created with info={{'no_locks': True}}")
+        self._core.lock(rank, _lock_type(lock_type), _mode(mode, "lock"))
+        return _Epoch(self, lambda: self.unlock(rank))
+
+    def unlock(self, rank: int) -> None:
+        """Complete this epoch's calls to `rank` (there too) and release its lock."""
+        rank = self._rank(rank, "unlock", allow_null=False)
+        self._synchronized(lambda: self._core.unlock(rank), rank)
+
+    def lock_all(self, mode: int = 0) -> _Epoch:
+        """Take a shared lock on every rank; as a context manager, the exit calls unlock_all()."""
+        self._check_open("lock_all")
+        if self._info["no_locks"]:
+            raise EpochError(f"rma: win.lock_all: this window was created with info={{'no_locks': True}}")
+        self._core.lock_all(_mode(mode, "lock_all"))
+        return _Epoch(self, self.unlock_all)
+
+    def unlock_all(self) -> None:
+        """Complete every call of the lock_all epoch and release the locks."""
+        self._check_open("unlock_all")
+        self._synchronized(self._core.unlock_all)
+
+    def flush(self, rank: int) -> None:
+        """Complete every call to `rank` so far, at the origin and at `rank` (passive epochs)."""
+        rank = self._rank(rank, "flush")
+        self._synchronized(lambda: self._core.flush(rank), rank)
+
+    def flush_all(self) -> None:
+        """Complete every call so far to every rank (passive epochs)."""
+        self._check_open("flush_all")
+        self._synchronized(self._core.flush_all)
+
+    def flush_local(self, rank: int) -> None:
+        """Complete the calls to `rank` locally: origin buffers may be reused (here: a flush)."""
+        self.flush(rank)
+
+    def flush_local_all(self) -> None:
+        """Complete every call locally (here: a flush_all)."""
+        self.flush_all()
+
+    def sync(self) -> None:
+        """Synchronize the public and private copies of the window (a no-op: the model is unified)."""
+        self._check_open("sync")
+
+    def rput(self, origin: Any, target_rank: int, target_disp: int = 0, *, target: Any = None) -> Request:
+        """put inside a passive-target epoch; return an rma.Request that completes it."""
+        rank = self._passive_rank(target_rank, "rput")
+        self.put(origin, rank, target_disp, target=target)
+        return Request(self, rank, None)
+
+    def rget(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> Request:
+        """get inside a passive-target epoch; the Request's wait() returns `result`, filled."""
+        rank = self._passive_rank(target_rank, "rget")
+        self.get(result, rank, target_disp, target=target)
+        return Request(self, rank, result)
+
+    def raccumulate(
+        self, origin: Any, target_rank: int, target_disp: int = 0, op: Op = Op.SUM, *, target: Any = None
+    ) -> Request:
+        """accumulate inside a passive-target epoch; return an rma.Request."""
+        rank = self._passive_rank(target_rank, "raccumulate")
+        self.accumulate(origin, rank, target_disp, op, target=target)
+        return Request(self, rank, None)
+
+    def rget_accumulate(
+        self,
+        origin: Any,
+        result: np.ndarray,
+        target_rank: int,
+        target_disp: int = 0,
+        op: Op = Op.SUM,
+        *,
+        target: Any = None,
+    ) -> Request:
+        """get_accumulate inside a passive-target epoch; wait() returns `result`, filled."""
+        rank = self._passive_rank(target_rank, "rget_accumulate")
+        self.get_accumulate(origin, result, rank, target_disp, op, target=target)
+        return Request(self, rank, result)
+
+    def wait_until(self, index: Any, cmp: str, value: Any, *, timeout: float | None = None) -> Any:
+        """Block until `win.local[index] <cmp> value` holds; return the value seen.
+
+        cmp is one of "==", "!=", "<", "<=", ">", ">=". Progress goes on while waiting (other
+        ranks' puts and accumulates land); raises TimeoutError after `timeout` seconds.
+        """
+        self._check_open("wait_until")
+        try:
+            compare = _COMPARISONS[cmp]
+        except KeyError:
+            raise ValueError(f"rma: win.wait_until: cmp must be one of {sorted(_COMPARISONS)}, not {cmp!r}") from None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 1e-6
+        while True:
+            seen = self._local[index]
+            if compare(seen, value):
+                return seen.copy() if isinstance(seen, np.ndarray) else seen
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"rma: win.wait_until({index!r}, {cmp!r}, {value!r}): still {seen!r} after {timeout} s"
+                )
+            time.sleep(pause)  # the progress thread delivers while we sleep
+            pause = min(pause * 2, 1e-3)
+
     def free(self) -> None:
         """Free the window; collective. Any later call on it raises rma.RMAError."""
         self._check_open("free")
@@ -366,13 +527,14 @@ class Window:
 
     # ---- helpers ----
 
-    def _synchronized(self, sync: Callable[[], None]) -> None:
-        """Run a synchronization that completes operations, then release their buffers."""
+    def _synchronized(self, sync: Callable[[], None], rank: int | None = None) -> None:
+        """Run a synchronization that completes the calls (to `rank`, or to every rank), then
+        finish their results and release their buffers."""
         sync()
-        for finish in self._after_sync:
-            finish()
-        self._after_sync.clear()
-        self._pending.clear()
+        for target in [rank] if rank is not None else list(self._pending):
+            for finish in self._after_sync.pop(target, ()):
+                finish()
+            self._pending.pop(target, None)
 
     def _check_open(self, call: str) -> None:
         if self._freed:
@@ -389,6 +551,15 @@ class Window:
         if not 0 <= rank < self._comm.size:
             raise ValueError(
                 f"rma: win.{call}: rank {rank} is not a rank of the window (size {self._comm.size})"
+            )
+        return rank
+
+    def _passive_rank(self, rank: Any, call: str) -> int:
+        rank = self._rank(rank, call)
+        if not self._core.in_passive_epoch(rank):
+            raise EpochError(
+                f"rma: win.{call} to rank {rank}: request-based calls need a passive-target epoch "
+                f"(win.lock({rank}) or win.lock_all())"
             )
         return rank
 
@@ -429,14 +600,14 @@ class Window:
                 f"the target window's {expected}"
             )
 
-    def _landing(self, result: np.ndarray) -> np.ndarray:
+    def _landing(self, result: np.ndarray, rank: int) -> np.ndarray:
         """Return where the core writes a result: `result` itself, or a contiguous stand-in."""
-        self._pending.append(result)
+        self._pending[rank].append(result)
         if result.flags.c_contiguous:
             return result
         stand_in = np.empty(result.shape, result.dtype)
-        self._pending.append(stand_in)
-        self._after_sync.append(lambda: np.copyto(result, stand_in))
+        self._pending[rank].append(stand_in)
+        self._after_sync[rank].append(lambda: np.copyto(result, stand_in))
         return stand_in
 
     @staticmethod
@@ -562,6 +733,12 @@ def _group(group: Any, call: str) -> list[int]:
         raise TypeError(f"rma: win.{call}: group must be an rma.Group or an iterable of ranks: {error}") from None
     except ValueError as error:
         raise ValueError(f"rma: win.{call}: {error}") from None
+
+
+def _lock_type(lock_type: Any) -> int:
+    if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+        raise ValueError(f"rma: win.lock: lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED, not {lock_type!r}")
+    return int(lock_type)
 
 
 def _mode(mode: Any, call: str) -> int:

@@ -130,5 +130,14 @@ void register_window(py::module_& m) {
       .def("complete", &Window::complete, py::call_guard<py::gil_scoped_release>())
       .def("wait", &Window::wait, py::call_guard<py::gil_scoped_release>())
       .def("test", &Window::test, py::call_guard<py::gil_scoped_release>())
+      .def("lock", &Window::lock, py::call_guard<py::gil_scoped_release>())
+      .def("try_lock", &Window::try_lock, py::call_guard<py::gil_scoped_release>())
+      .def("unlock", &Window::unlock, py::call_guard<py::gil_scoped_release>())
+      .def("lock_all", &Window::lock_all, py::call_guard<py::gil_scoped_release>())
+      .def("unlock_all", &Window::unlock_all, py::call_guard<py::gil_scoped_release>())
+      .def("flush", &Window::flush, py::call_guard<py::gil_scoped_release>())
+      .def("flush_all", &Window::flush_all, py::call_guard<py::gil_scoped_release>())
+      .def("target_idle", &Window::target_idle, py::call_guard<py::gil_scoped_release>())
+      .def("in_passive_epoch", &Window::in_passive_epoch)
       .def("free", &Window::free, py::call_guard<py::gil_scoped_release>());
 }

@@ -501,6 +501,12 @@ void FabricTransport::deliver(
   }
 }
 
+bool FabricTransport::idle(int target) {
+  check_target(target, "idle");
+  std::lock_guard lock(fabric_mutex_);
+  return completed_[target] == issued_[target];
+}
+
 void FabricTransport::flush(int target, const Deadline& deadline) {
   check_target(target, "flush");
   wait_until(

@@ -51,6 +51,7 @@ class FabricTransport final : public Transport {
   void set_handler(uint16_t id, ActiveMessageHandler handler) override;
   void send(int target, uint16_t handler, std::span<const std::byte> payload) override;
 
+  bool idle(int target) override;
   void flush(int target, const Deadline& deadline) override;
   void flush_all(const Deadline& deadline) override;
   void flush_sends(const Deadline& deadline) override;

@@ -37,6 +37,9 @@ enum ActiveMessageId : uint16_t {
   kWindowAttachments = 13,  // window layer: a dynamic window's attached ranges, please
   kWindowPost = 14,         // window layer: the sender opened an exposure epoch for us
   kWindowComplete = 15,     // window layer: the sender completed its access epoch to us
+  kWindowLock = 16,         // window layer: a lock request (exclusive or shared, or a try)
+  kWindowUnlock = 17,       // window layer: the sender releases its lock
+  kWindowGrant = 18,        // window layer: the answer to a lock request
 };
 
 class Runtime : public std::enable_shared_from_this<Runtime> {

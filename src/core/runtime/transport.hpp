@@ -79,6 +79,8 @@ class Transport {
   virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
   virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
 
+  // Whether every one-sided operation issued to target has completed (does not wait).
+  virtual bool idle(int target) = 0;
   // Waits until every one-sided operation issued to target is complete; throws the first error.
   virtual void flush(int target, const Deadline& deadline) = 0;
   virtual void flush_all(const Deadline& deadline) = 0;

@@ -1,5 +1,6 @@
 #include "window/window.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "errors.hpp"
@@ -67,6 +68,14 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   }
   window->posts_used_.assign(members, 0);
   window->completes_used_.assign(members, 0);
+  window->held_.assign(members, 0);
+  window->held_nocheck_.assign(members, 0);
+  window->grant_.reset(new std::atomic<int>[members]);
+  window->outstanding_to_.reset(new std::atomic<int64_t>[members]);
+  for (int r = 0; r < members; ++r) {
+    window->grant_[r] = 0;
+    window->outstanding_to_[r] = 0;
+  }
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it.
   own->barrier();
@@ -99,6 +108,9 @@ std::string Window::where(const char* call, int target) const {
 
 void Window::free() {
   if (freed_) throw RmaError("rma: win.free on rank " + std::to_string(rank()) + ": " + label_ + " was already freed");
+  if (in_passive_epoch(kProcNull)) {
+    throw EpochError("rma: " + where("free", -1) + ": a passive-target epoch is open (unlock first)");
+  }
   if (access_open_ || exposure_open_) {
     throw EpochError("rma: " + where("free", -1) + ": inside an " +
                      (access_open_ ? "access epoch (call win.complete() first)" : "exposure epoch (call win.wait() first)"));
@@ -123,7 +135,11 @@ bool Window::admit(const char* call, int target, const Region& region) {
     throw UsageError("rma: " + where(call, -1) + ": target rank " + std::to_string(target) +
                      " is not a rank of the window (size " + std::to_string(size()) + ")");
   }
-  if (access_open_) {
+  if (target != kProcNull && passive_access(target)) {
+    // a lock on target (or lock_all) permits the call
+  } else if (target == kProcNull && in_passive_epoch(kProcNull)) {
+    // PROC_NULL inside a passive epoch
+  } else if (access_open_) {
     if (target != kProcNull && !in_access_group_[target]) {
       throw EpochError("rma: " + where(call, target) + ": rank " + std::to_string(target) +
                        " is not in the group of the open access epoch (win.start(" +
@@ -131,7 +147,7 @@ bool Window::admit(const char* call, int target, const Region& region) {
     }
   } else if (!fence_epoch_) {
     throw EpochError("rma: " + where(call, target) +
-                     ": no access epoch is open; open one with win.fence() or win.start(group)");
+                     ": no access epoch is open; open one with win.fence(), win.start(group) or win.lock(rank)");
   }
   ++calls_since_sync_;
   if (target == kProcNull) return false;
@@ -170,6 +186,7 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
     attachment_requests_.insert(request_id);
   }
   ++outstanding_;
+  ++outstanding_to_[target];
   comm_->runtime().transport().send(comm_->members()[target], kWindowAttachments, request);
   std::vector<int> watch{comm_->members()[target]};
   comm_->runtime().transport().wait_until(
@@ -248,12 +265,14 @@ void Window::send_request(const char* call, uint16_t handler, int target, Bytes 
     pending_[request] = Pending{reply_to, reply_bytes, target, call};
   }
   ++outstanding_;
+  ++outstanding_to_[target];
   try {
     comm_->runtime().transport().send(comm_->members()[target], handler, message);
   } catch (...) {
     std::lock_guard lock(pending_mutex_);
     pending_.erase(request);
     --outstanding_;
+    --outstanding_to_[target];
     throw;
   }
 }
@@ -535,6 +554,213 @@ void Window::note_complete(int source, std::span<const std::byte>, size_t) {
   if (rank >= 0) ++completes_seen_[rank];
 }
 
+void Window::complete_target(int target, const char* call) {
+  Transport& transport = comm_->runtime().transport();
+  Deadline deadline = comm_->runtime().deadline();
+  transport.flush(comm_->members()[target], deadline);
+  std::vector<int> watch{comm_->members()[target]};
+  transport.wait_until([&] { return outstanding_to_[target].load() == 0; }, deadline, watch,
+                       [&] { return where(call, target) + " (waiting for its calls to complete)"; });
+}
+
+bool Window::in_passive_epoch(int target) const {
+  if (target == kProcNull) {
+    return lock_all_ || std::any_of(held_.begin(), held_.end(), [](uint8_t h) { return h != 0; });
+  }
+  return target >= 0 && target < size() && passive_access(target);
+}
+
+bool Window::target_idle(int target) {
+  if (target == kProcNull) return true;
+  Transport& transport = comm_->runtime().transport();
+  transport.progress();
+  return outstanding_to_[target].load() == 0 && transport.idle(comm_->members()[target]);
+}
+
+bool Window::request_lock(int target, int type, bool try_only, const char* call) {
+  if (freed_) throw RmaError("rma: " + where(call, -1) + ": the window was freed");
+  if (target < 0 || target >= size()) {
+    throw UsageError("rma: " + where(call, -1) + ": rank " + std::to_string(target) +
+                     " is not a rank of the window (size " + std::to_string(size()) + ")");
+  }
+  if (type != kLockExclusive && type != kLockShared) {
+    throw UsageError("rma: " + where(call, target) + ": lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED");
+  }
+  if (access_open_ || exposure_open_) {
+    throw EpochError("rma: " + where(call, target) + ": a post/start epoch is open on this window");
+  }
+  leave_idle_fence(call);
+  if (held_[target] || lock_all_) {
+    throw EpochError("rma: " + where(call, target) + ": this rank already holds a lock on rank " +
+                     std::to_string(target) + " in this epoch (a second lock on one target)");
+  }
+  grant_[target] = 0;
+  Bytes message;
+  wire::append<uint32_t>(message, id_);
+  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
+  wire::append<uint8_t>(message, try_only ? 1 : 0);
+  comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
+  std::vector<int> watch{comm_->members()[target]};
+  comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), watch, [&] {
+    return where(call, target) + " (waiting for the " + (type == kLockExclusive ? "exclusive" : "shared") +
+           " lock on rank " + std::to_string(target) + ", held by another rank)";
+  });
+  if (grant_[target].load() != 1) return false;
+  held_[target] = static_cast<uint8_t>(type);
+  held_nocheck_[target] = 0;
+  return true;
+}
+
+void Window::lock(int target, int type, int mode) {
+  if (mode & kModeNoCheck) {
+    // The caller promises no conflicting lock exists: no message, no queue.
+    if (freed_) throw RmaError("rma: " + where("lock", -1) + ": the window was freed");
+    if (target < 0 || target >= size()) {
+      throw UsageError("rma: " + where("lock", -1) + ": rank " + std::to_string(target) + " is not a rank of the window");
+    }
+    if (held_[target] || lock_all_) {
+      throw EpochError("rma: " + where("lock", target) + ": this rank already holds a lock on rank " + std::to_string(target));
+    }
+    leave_idle_fence("lock");
+    held_[target] = static_cast<uint8_t>(type == kLockShared ? kLockShared : kLockExclusive);
+    held_nocheck_[target] = 1;
+    return;
+  }
+  request_lock(target, type, false, "lock");
+}
+
+bool Window::try_lock(int target, int type) { return request_lock(target, type, true, "lock"); }
+
+void Window::release(int target) {
+  complete_target(target, "unlock");
+  if (!held_nocheck_[target]) {
+    Bytes message;
+    wire::append<uint32_t>(message, id_);
+    comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);
+  }
+  held_[target] = 0;
+  held_nocheck_[target] = 0;
+}
+
+void Window::unlock(int target) {
+  if (freed_) throw RmaError("rma: " + where("unlock", -1) + ": the window was freed");
+  if (target < 0 || target >= size() || !held_[target]) {
+    throw EpochError("rma: " + where("unlock", target) + ": this rank holds no lock on rank " +
+                     std::to_string(target) + " (win.lock was not called)");
+  }
+  release(target);
+  calls_since_sync_ = 0;
+  raise_refusal();
+}
+
+void Window::lock_all(int mode) {
+  if (freed_) throw RmaError("rma: " + where("lock_all", -1) + ": the window was freed");
+  if (access_open_ || exposure_open_) {
+    throw EpochError("rma: " + where("lock_all", -1) + ": a post/start epoch is open on this window");
+  }
+  leave_idle_fence("lock_all");
+  if (in_passive_epoch(kProcNull)) {
+    throw EpochError("rma: " + where("lock_all", -1) + ": a passive-target epoch is already open");
+  }
+  if (!(mode & kModeNoCheck)) {
+    for (int target = 0; target < size(); ++target) request_lock(target, kLockShared, false, "lock_all");
+  } else {
+    std::fill(held_.begin(), held_.end(), static_cast<uint8_t>(kLockShared));
+    std::fill(held_nocheck_.begin(), held_nocheck_.end(), 1);
+  }
+  lock_all_ = true;
+}
+
+void Window::unlock_all() {
+  if (freed_) throw RmaError("rma: " + where("unlock_all", -1) + ": the window was freed");
+  if (!lock_all_) throw EpochError("rma: " + where("unlock_all", -1) + ": no lock_all epoch is open");
+  for (int target = 0; target < size(); ++target) release(target);
+  lock_all_ = false;
+  calls_since_sync_ = 0;
+  raise_refusal();
+}
+
+void Window::flush(int target) {
+  if (freed_) throw RmaError("rma: " + where("flush", -1) + ": the window was freed");
+  if (target == kProcNull) return;
+  if (target < 0 || target >= size() || !passive_access(target)) {
+    throw EpochError("rma: " + where("flush", target) + ": flush needs a passive-target epoch " +
+                     "(win.lock(" + std::to_string(target) + ") or win.lock_all())");
+  }
+  complete_target(target, "flush");
+  raise_refusal();
+}
+
+void Window::flush_all() {
+  if (freed_) throw RmaError("rma: " + where("flush_all", -1) + ": the window was freed");
+  bool any = false;
+  for (int target = 0; target < size(); ++target) {
+    if (passive_access(target)) {
+      complete_target(target, "flush_all");
+      any = true;
+    }
+  }
+  if (!any) throw EpochError("rma: " + where("flush_all", -1) + ": flush needs a passive-target epoch");
+  raise_refusal();
+}
+
+void Window::serve_lock(int source, std::span<const std::byte> message, size_t position) {
+  int type = wire::take<uint8_t>(message, position);
+  bool try_only = wire::take<uint8_t>(message, position) != 0;
+  int origin = rank_of_world(source);
+  if (origin < 0) return;
+  if (try_only) {
+    bool free_now = lock_queue_.empty() && exclusive_holder_ < 0 &&
+                    (type == kLockShared || shared_holders_ == 0);
+    if (!free_now) {
+      Bytes answer;
+      wire::append<uint32_t>(answer, id_);
+      wire::append<uint8_t>(answer, 2);
+      comm_->runtime().transport().send(source, kWindowGrant, answer);
+      return;
+    }
+  }
+  lock_queue_.push_back({origin, type});
+  grant_waiting();
+}
+
+void Window::serve_unlock(int source, std::span<const std::byte>, size_t) {
+  int origin = rank_of_world(source);
+  if (exclusive_holder_ == origin) {
+    exclusive_holder_ = -1;
+  } else if (shared_holders_ > 0) {
+    --shared_holders_;
+  }
+  grant_waiting();
+}
+
+void Window::grant_waiting() {
+  // First come, first served: the head is granted when compatible; a waiting exclusive request
+  // holds back the shared requests behind it, so a stream of readers cannot starve a writer.
+  while (!lock_queue_.empty()) {
+    LockRequest head = lock_queue_.front();
+    if (exclusive_holder_ >= 0) return;
+    if (head.type == kLockExclusive) {
+      if (shared_holders_ > 0) return;
+      exclusive_holder_ = head.origin;
+    } else {
+      ++shared_holders_;
+    }
+    lock_queue_.pop_front();
+    Bytes answer;
+    wire::append<uint32_t>(answer, id_);
+    wire::append<uint8_t>(answer, 1);
+    comm_->runtime().transport().send(comm_->members()[head.origin], kWindowGrant, answer);
+    if (head.type == kLockExclusive) return;
+  }
+}
+
+void Window::note_grant(int source, std::span<const std::byte> message, size_t position) {
+  int answer = wire::take<uint8_t>(message, position);
+  int target = rank_of_world(source);
+  if (target >= 0) grant_[target] = answer;
+}
+
 // ---- target side ----
 
 void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
@@ -613,6 +839,7 @@ void Window::take_reply(std::span<const std::byte> message, size_t position) {
       static_cast<Bytes*>(pending.out)->assign(message.begin() + position, message.end());
       pending_.erase(found);
       --outstanding_;
+      --outstanding_to_[pending.target];
       return;
     }
     pending_.erase(found);
@@ -621,6 +848,7 @@ void Window::take_reply(std::span<const std::byte> message, size_t position) {
   if (!refused && pending.out != nullptr && length == pending.bytes && length > 0) {
     std::memcpy(pending.out, message.data() + position, length);
   }
+  --outstanding_to_[pending.target];
   --outstanding_;
 }
 
@@ -642,6 +870,9 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   transport.set_handler(kWindowAttachments, route(&Window::serve_attachments));
   transport.set_handler(kWindowPost, route(&Window::note_post));
   transport.set_handler(kWindowComplete, route(&Window::note_complete));
+  transport.set_handler(kWindowLock, route(&Window::serve_lock));
+  transport.set_handler(kWindowUnlock, route(&Window::serve_unlock));
+  transport.set_handler(kWindowGrant, route(&Window::note_grant));
   transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
     size_t position = 0;
     auto id = wire::take<uint32_t>(message, position);

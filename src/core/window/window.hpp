@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,9 @@ enum WindowMode : int {
   kModeNoPrecede = 8,
   kModeNoSucceed = 16,
 };
+
+// rma.LOCK_EXCLUSIVE and rma.LOCK_SHARED.
+constexpr int kLockExclusive = 1, kLockShared = 2;
 
 // A target rank meaning "nobody": the call is a no-op that still needs its epoch.
 constexpr int kProcNull = -2;
@@ -91,6 +95,22 @@ class Window : public std::enable_shared_from_this<Window> {
   // test: wait() if it would not block and return true, else false.
   bool test();
 
+  // Passive target. type: kLockExclusive or kLockShared. lock waits for the grant; the
+  // target's lock manager grants in arrival order (a waiting exclusive request holds back
+  // later shared ones, so nobody starves). kModeNoCheck skips acquisition.
+  void lock(int target, int type, int mode);
+  // A lock granted only if it can be at once (at the head of an empty queue): false if not.
+  bool try_lock(int target, int type);
+  void unlock(int target);          // completes this epoch's calls to target, then releases
+  void lock_all(int mode);          // a shared lock on every rank
+  void unlock_all();
+  void flush(int target);           // completes the calls to target, at origin and target
+  void flush_all();
+  // Whether every call to target has completed (makes one pass of progress; never waits).
+  bool target_idle(int target);
+  // Whether a passive-target epoch permits calls to target (kProcNull: any passive epoch).
+  bool in_passive_epoch(int target) const;
+
   // Target side, called by WindowService from the progress engine.
   void serve_apply(int source, std::span<const std::byte> message, size_t position);
   void serve_read(int source, std::span<const std::byte> message, size_t position);
@@ -98,6 +118,9 @@ class Window : public std::enable_shared_from_this<Window> {
   void serve_attachments(int source, std::span<const std::byte> message, size_t position);
   void note_post(int source, std::span<const std::byte> message, size_t position);
   void note_complete(int source, std::span<const std::byte> message, size_t position);
+  void serve_lock(int source, std::span<const std::byte> message, size_t position);
+  void serve_unlock(int source, std::span<const std::byte> message, size_t position);
+  void note_grant(int source, std::span<const std::byte> message, size_t position);
 
  private:
   enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };
@@ -121,6 +144,12 @@ class Window : public std::enable_shared_from_this<Window> {
   void notify(uint16_t handler, const std::vector<int>& ranks);
   std::string ranks_text(const std::vector<int>& ranks) const;
   int rank_of_world(int world_rank) const;
+  // Passive target.
+  bool passive_access(int target) const { return lock_all_ || held_[target] != 0; }
+  bool request_lock(int target, int type, bool try_only, const char* call);
+  void release(int target);
+  void complete_target(int target, const char* call);
+  void grant_waiting();
   // EpochError unless an access epoch permits a call to target; RangeError if region is out.
   // Returns false for kProcNull (nothing to do).
   bool admit(const char* call, int target, const Region& region);
@@ -155,6 +184,21 @@ class Window : public std::enable_shared_from_this<Window> {
   // Notices are counted per peer: a post for the next epoch may arrive before this one ends.
   std::unique_ptr<std::atomic<uint64_t>[]> posts_seen_, completes_seen_;
   std::vector<uint64_t> posts_used_, completes_used_;
+  // Passive target, origin side: the lock held on each target (0, kLockExclusive, kLockShared)
+  // and whether it was taken without acquisition (NOCHECK).
+  std::vector<uint8_t> held_, held_nocheck_;
+  bool lock_all_ = false, lock_all_nocheck_ = false;
+  std::unique_ptr<std::atomic<int>[]> grant_;  // per target: 0 waiting, 1 granted, 2 denied
+  // Passive target, target side (touched only while dispatching messages, one at a time).
+  struct LockRequest {
+    int origin;
+    int type;
+  };
+  std::deque<LockRequest> lock_queue_;
+  int exclusive_holder_ = -1;
+  int shared_holders_ = 0;
+  // Message calls per target not yet answered, for flush(target) and target_idle.
+  std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
   uint64_t calls_since_sync_ = 0;
   bool freed_ = false;
 
