@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up rma from a fresh clone and run it:
-#   ./dev.sh demo   install what is needed, then run the 4-rank demo
+#   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
 #   ./dev.sh test   install what is needed, then run the C++ unit tests under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
 #   ./dev.sh setup  only install
@@ -57,7 +57,7 @@ case "${1:-}" in
   setup) setup ;;
   demo)
     setup
-    PATH="$VENV/bin:$PATH" exec rmarun -n 4 --tag-output examples/demo.py
+    PATH="$VENV/bin:$PATH" exec rmarun -n 4 examples/bulletin_board.py
     ;;
   test)
     setup
