@@ -124,6 +124,9 @@ class Window : public std::enable_shared_from_this<Window> {
 
  private:
   enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };
+  // Contiguous transfers from this size on use native RMA; smaller ones travel as messages.
+  static constexpr uint64_t kNativeMinimumBytes = 16 * 1024;
+  bool native(const Region& region) const;
   using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
 
   Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
