@@ -3,6 +3,7 @@
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
 #   ./dev.sh test   install what is needed, then run the C++ unit tests under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
+#   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py)
 #   ./dev.sh setup  only install
 # System packages come from Debian (apt-get, with sudo when not root); Python packages from
 # PyPI into ./.venv.
@@ -64,8 +65,13 @@ case "${1:-}" in
     cpp_tests
     PATH="$VENV/bin:$PATH" exec "$PY" -m pytest "${@:2}"
     ;;
+  bench)
+    setup
+    "$PY" -m pip install -q -e ".[bench]"
+    PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
+    ;;
   *)
-    echo "usage: ./dev.sh demo | test [pytest args] | setup" >&2
+    echo "usage: ./dev.sh demo | test [pytest args] | bench [--repetitions N] | setup" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,286 @@
+"""One benchmark job: every case, every size, with one backend. Started by bench/run.py.
+
+    rmarun -n 2 python bench/cases.py --backend rma
+    mpiexec -n 2 python bench/cases.py --backend mpi4py
+
+Cases follow the OSU one-sided micro-benchmarks (osu_put_latency, osu_get_bw...): rank 0 is the
+origin, rank 1 the target; each case prints one JSON line per size with the median time of one
+operation (latency cases) or the bytes per second (bandwidth cases). Rank 0 prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+SIZES = [8, 64, 512, 4096, 32768, 262144, 2097152, 16777216]
+LATENCY_CASES = ["put", "get", "accumulate", "lock_put_unlock"]
+SINGLE_CASES = ["fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier"]
+BANDWIDTH_CASES = ["put_bw", "get_bw"]
+WINDOW = 64
+
+
+def iterations(size: int) -> int:
+    """Fewer repetitions for large messages, so that a job stays short."""
+    return max(20, min(1000, (8 << 20) // max(size, 1) // 4))
+
+
+class Rma:
+    """The cases' calls with rma."""
+
+    def __init__(self) -> None:
+        import rma
+
+        self.rma = rma
+        self.comm = rma.init()
+        self.rank, self.size = self.comm.rank, self.comm.size
+
+    def allocate(self, nbytes: int):
+        return self.rma.Window.allocate(self.comm, nbytes, np.uint8)
+
+    def barrier(self) -> None:
+        self.comm.barrier()
+
+    def lock_all(self, win):
+        win.lock_all()
+
+    def unlock_all(self, win):
+        win.unlock_all()
+
+    def lock(self, win, rank):
+        win.lock(rank, self.rma.LOCK_EXCLUSIVE)
+
+    def unlock(self, win, rank):
+        win.unlock(rank)
+
+    def put(self, win, data, rank):
+        win.put(data, rank)
+
+    def get(self, win, out, rank):
+        win.get(out, rank)
+
+    def accumulate(self, win, data, rank):
+        win.accumulate(data, rank, op=self.rma.SUM)
+
+    def fetch_and_op(self, win, value, result, rank):
+        win.fetch_and_op(value, result, rank, op=self.rma.SUM)
+
+    def compare_and_swap(self, win, value, compare, result, rank):
+        win.compare_and_swap(value, compare, result, rank)
+
+    def flush(self, win, rank):
+        win.flush(rank)
+
+    def fence(self, win):
+        win.fence()
+
+    def post(self, win, ranks):
+        win.post(ranks)
+
+    def start(self, win, ranks):
+        win.start(ranks)
+
+    def complete(self, win):
+        win.complete()
+
+    def wait(self, win):
+        win.wait()
+
+    def free(self, win):
+        win.free()
+
+    def bcast(self, value):
+        return self.comm.bcast(value)
+
+
+class Mpi4py:
+    """The same calls with mpi4py."""
+
+    def __init__(self) -> None:
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def allocate(self, nbytes: int):
+        return self.MPI.Win.Allocate(nbytes, 1, comm=self.comm)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def lock_all(self, win):
+        win.Lock_all()
+
+    def unlock_all(self, win):
+        win.Unlock_all()
+
+    def lock(self, win, rank):
+        win.Lock(rank, self.MPI.LOCK_EXCLUSIVE)
+
+    def unlock(self, win, rank):
+        win.Unlock(rank)
+
+    def put(self, win, data, rank):
+        win.Put(data, rank)
+
+    def get(self, win, out, rank):
+        win.Get(out, rank)
+
+    def accumulate(self, win, data, rank):
+        win.Accumulate(data, rank, op=self.MPI.SUM)
+
+    def fetch_and_op(self, win, value, result, rank):
+        win.Fetch_and_op(value, result, rank, op=self.MPI.SUM)
+
+    def compare_and_swap(self, win, value, compare, result, rank):
+        win.Compare_and_swap(value, compare, result, rank)
+
+    def flush(self, win, rank):
+        win.Flush(rank)
+
+    def fence(self, win):
+        win.Fence()
+
+    def post(self, win, ranks):
+        win.Post(self.comm.Get_group().Incl(ranks))
+
+    def start(self, win, ranks):
+        win.Start(self.comm.Get_group().Incl(ranks))
+
+    def complete(self, win):
+        win.Complete()
+
+    def wait(self, win):
+        win.Wait()
+
+    def free(self, win):
+        win.Free()
+
+    def bcast(self, value):
+        return self.comm.bcast(value)
+
+
+def timed(step, count: int) -> float:
+    """Median seconds of one step, over `count` steps."""
+    samples = []
+    for _ in range(count):
+        began = time.perf_counter()
+        step()
+        samples.append(time.perf_counter() - began)
+    return statistics.median(samples)
+
+
+def run_case(b, case: str, size: int) -> float | None:
+    """Return the case's figure on rank 0 (seconds per op, or bytes per second), None elsewhere."""
+    count = iterations(size)
+    origin = b.rank == 0
+    result = None
+    if case in LATENCY_CASES or case in BANDWIDTH_CASES:
+        win = b.allocate(size * (WINDOW if case.endswith("_bw") else 1))
+        data = np.ones(size, np.uint8) if case != "accumulate" else np.ones(size // 8, np.int64)
+        b.barrier()
+        if origin:
+            if case == "lock_put_unlock":
+                def step():
+                    b.lock(win, 1); b.put(win, data, 1); b.unlock(win, 1)
+                result = timed(step, count)
+            else:
+                b.lock_all(win)
+                if case == "put":
+                    result = timed(lambda: (b.put(win, data, 1), b.flush(win, 1)), count)
+                elif case == "get":
+                    result = timed(lambda: (b.get(win, data, 1), b.flush(win, 1)), count)
+                elif case == "accumulate":
+                    result = timed(lambda: (b.accumulate(win, data, 1), b.flush(win, 1)), count)
+                else:  # bandwidth: WINDOW operations, then one flush
+                    call = b.put if case == "put_bw" else b.get
+                    def burst():
+                        for _ in range(WINDOW):
+                            call(win, data, 1)
+                        b.flush(win, 1)
+                    result = size * WINDOW / timed(burst, max(5, count // WINDOW))
+                b.unlock_all(win)
+        b.barrier()
+        b.free(win)
+        return result
+    win = b.allocate(64)
+    value, compare, fetched = np.ones(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
+    b.barrier()
+    if case in ("fetch_and_op", "compare_and_swap"):
+        if origin:
+            b.lock_all(win)
+            if case == "fetch_and_op":
+                result = timed(lambda: (b.fetch_and_op(win, value, fetched, 1), b.flush(win, 1)), 1000)
+            else:
+                result = timed(lambda: (b.compare_and_swap(win, value, compare, fetched, 1), b.flush(win, 1)), 1000)
+            b.unlock_all(win)
+    elif case == "fence_empty":
+        b.fence(win)
+        result = timed(lambda: b.fence(win), 1000)
+    elif case == "fence_put":
+        b.fence(win)
+        result = timed(lambda: (b.put(win, value, 1) if origin else None, b.fence(win)), 1000)
+    elif case == "pscw_put":
+        def epoch():
+            if origin:
+                b.start(win, [1]); b.put(win, value, 1); b.complete(win)
+            else:
+                b.post(win, [0]); b.wait(win)
+        result = timed(epoch, 1000)
+    elif case == "win_create_free":
+        result = timed(lambda: b.free(b.allocate(4096)), 200)
+    elif case == "barrier":
+        result = timed(b.barrier, 2000)
+    b.barrier()
+    b.free(win)
+    return result if origin else None
+
+
+def contended_fetch_and_op(b) -> float | None:
+    """Operations per second when every rank hammers one counter on rank 0 (4 ranks)."""
+    win = b.allocate(64)
+    value, fetched = np.ones(1, np.int64), np.zeros(1, np.int64)
+    b.barrier()
+    b.lock_all(win)
+    began = time.perf_counter()
+    for _ in range(500):
+        b.fetch_and_op(win, value, fetched, 0)
+        b.flush(win, 0)
+    b.unlock_all(win)
+    b.barrier()
+    rate = 500 * b.size / (time.perf_counter() - began)
+    b.free(win)
+    return rate if b.rank == 0 else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backend", choices=["rma", "mpi4py"], required=True)
+    parser.add_argument("--cases", default="all")
+    parser.add_argument("--contended", action="store_true", help="only the contended fetch_and_op case")
+    args = parser.parse_args()
+    b = Rma() if args.backend == "rma" else Mpi4py()
+    if args.contended:
+        rate = contended_fetch_and_op(b)
+        if b.rank == 0:
+            print(json.dumps({"case": "contended_fetch_and_op", "size": 8, "value": rate}), flush=True)
+        return
+    chosen = None if args.cases == "all" else set(args.cases.split(","))
+    for case in LATENCY_CASES + BANDWIDTH_CASES + SINGLE_CASES:
+        if chosen is not None and case not in chosen:
+            continue
+        for size in SIZES if case in LATENCY_CASES + BANDWIDTH_CASES else [8]:
+            value = run_case(b, case, size)
+            if b.rank == 0:
+                print(json.dumps({"case": case, "size": size, "value": value}), flush=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+// The small-message cases of bench/cases.py through the C++ core alone, between 2 forked ranks
+// over libfabric's shm provider: the difference to the Python column is the Python layer's cost.
+// Prints the same JSON lines as bench/cases.py.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "fork_job.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/runtime.hpp"
+#include "window/window.hpp"
+
+namespace {
+template <class Step>
+double median_seconds(int count, Step step) {
+  std::vector<double> samples(count);
+  for (auto& sample : samples) {
+    auto began = std::chrono::steady_clock::now();
+    step();
+    sample = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  }
+  std::nth_element(samples.begin(), samples.begin() + count / 2, samples.end());
+  return samples[count / 2];
+}
+
+void report(const char* name, size_t size, double seconds) {
+  std::printf("{\"case\": \"%s\", \"size\": %zu, \"value\": %.9g}\n", name, size, seconds);
+}
+
+int bench(int rank, const fork_job::Exchange& exchange) {
+  rma::RuntimeOptions options;
+  options.rank = rank;
+  options.size = 2;
+  options.provider = "shm";
+  auto runtime = std::make_shared<rma::Runtime>(options);
+  runtime->connect(exchange(runtime->address()));
+  auto world = runtime->world();
+  std::vector<std::byte> memory(1 << 16);
+  auto window = rma::Window::create(*world, memory.data(), memory.size(), "bench");
+  if (rank == 0) {
+    window->lock_all(0);
+    std::vector<std::byte> data(4096);
+    for (size_t size : {8, 64, 512, 4096}) {
+      auto region = rma::Region::contiguous(0, size, 1);
+      report("put", size, median_seconds(2000, [&] { window->put(1, data.data(), region); window->flush(1); }));
+      report("get", size, median_seconds(2000, [&] { window->get(1, data.data(), region); window->flush(1); }));
+      auto words = rma::Region::contiguous(0, size, 8);
+      report("accumulate", size, median_seconds(2000, [&] {
+        window->accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), words);
+        window->flush(1);
+      }));
+    }
+    int64_t one = 1, zero = 0, fetched = 0;
+    auto element = rma::Region::contiguous(0, 8, 8);
+    report("fetch_and_op", 8, median_seconds(2000, [&] {
+      window->get_accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, element);
+      window->flush(1);
+    }));
+    report("compare_and_swap", 8, median_seconds(2000, [&] {
+      window->compare_and_swap(1, rma::ElementType::Int64, &one, &zero, &fetched, element);
+      window->flush(1);
+    }));
+    window->unlock_all();
+    std::fflush(stdout);
+  }
+  world->barrier();
+  window->free();
+  runtime->finalize(true);
+  return 0;
+}
+}  // namespace
+
+int main() {
+  auto statuses = fork_job::run(2, bench);
+  for (int status : statuses) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,265 @@
+"""rma side by side with mpi4py (over MPICH and over Open MPI) and a memcpy ceiling.
+
+Run `./dev.sh bench` (or `python bench/run.py` inside the project's venv with the `bench`
+extra). The first run makes two virtual environments under bench/.envs/ with mpi4py and MPICH,
+and mpi4py and Open MPI, from PyPI. Then, for each repetition, it runs one job per system, one
+after the other (interleaved), plus the C++ core alone, and writes to bench/results/:
+results.md (the table), results.csv, latency.png and bandwidth.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ENVS = HERE / ".envs"
+RESULTS = HERE / "results"
+CASES = HERE / "cases.py"
+MPI_SYSTEMS = {"mpi4py+MPICH": "mpich", "mpi4py+Open MPI": "openmpi"}
+BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
+TITLES = {
+    "put": "put + flush latency (lock_all)",
+    "get": "get + flush latency (lock_all)",
+    "accumulate": "accumulate (SUM int64) + flush latency",
+    "lock_put_unlock": "lock + put + unlock latency",
+    "put_bw": "put bandwidth (64 puts, one flush)",
+    "get_bw": "get bandwidth (64 gets, one flush)",
+    "fetch_and_op": "fetch_and_op + flush latency",
+    "compare_and_swap": "compare_and_swap + flush latency",
+    "fence_empty": "empty fence",
+    "fence_put": "fence epoch with one put",
+    "pscw_put": "PSCW epoch with one put",
+    "win_create_free": "window create + free",
+    "barrier": "barrier",
+    "contended_fetch_and_op": "fetch_and_op throughput, 4 ranks on one counter",
+}
+
+
+def say(text: str) -> None:
+    print(f"bench: {text}", flush=True)
+
+
+def ensure_env(name: str, package: str) -> Path | None:
+    """Return the python of an environment with mpi4py over `package`, making it if needed."""
+    env = ENVS / package
+    python = env / "bin" / "python"
+    if not python.exists():
+        say(f"making the {name} environment in {env} (once)")
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "mpi4py", package, "numpy"], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            say(f"could not install {name}: {done.stderr.strip().splitlines()[-1:]}; skipping it")
+            shutil.rmtree(env, ignore_errors=True)
+            return None
+    return python
+
+
+def mpiexec(python: Path, package: str, n: int, args: list[str]) -> list[str]:
+    launcher = [str(python.parent / "mpiexec"), "-n", str(n)]
+    if package == "openmpi":
+        launcher[1:1] = ["--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+    return launcher + [str(python), str(CASES), "--backend", "mpi4py", *args]
+
+
+def rmarun(n: int, args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "rma", "-n", str(n), sys.executable, str(CASES), "--backend", "rma", *args]
+
+
+def run_job(command: list[str], env: dict | None = None) -> list[dict]:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])}... failed:\n{done.stderr[-2000:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def core_bench() -> list[dict]:
+    """The C++ core without Python (bench/cpp/core_bench.cpp), built on first use."""
+    build = ROOT / "build" / "bench"
+    binary = build / "core_bench"
+    bin_dir = Path(sys.executable).parent
+    cmake = shutil.which("cmake", path=str(bin_dir)) or shutil.which("cmake")
+    if cmake is None:
+        say("cmake not found: skipping the C++ core column")
+        return []
+    if not binary.exists():
+        say("building the C++ core benchmark (once)")
+        ninja = shutil.which("ninja", path=str(bin_dir))
+        generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
+        subprocess.run(
+            [cmake, "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
+             "-DRMA_BUILD_PYTHON=OFF", "-DRMA_BUILD_BENCH=ON"],
+            check=True, capture_output=True,
+        )
+        subprocess.run([cmake, "--build", str(build), "--target", "core_bench"], check=True, capture_output=True)
+    return run_job([str(binary)])
+
+
+def memcpy_ceiling(sizes: list[int]) -> dict[int, float]:
+    """Seconds to copy `size` bytes within this process (the best any system could do)."""
+    ceiling = {}
+    for size in sizes:
+        src, dst = np.ones(size, np.uint8), np.zeros(size, np.uint8)
+        count = max(20, min(2000, (64 << 20) // size))
+        samples = []
+        for _ in range(count):
+            began = time.perf_counter()
+            np.copyto(dst, src)
+            samples.append(time.perf_counter() - began)
+        ceiling[size] = statistics.median(samples)
+    return ceiling
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--no-mpi", action="store_true", help="measure rma only")
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+
+    systems: dict[str, tuple[list[str], list[str]]] = {"rma": (rmarun(2, []), rmarun(4, ["--contended"]))}
+    if not args.no_mpi:
+        for name, package in MPI_SYSTEMS.items():
+            python = ensure_env(name, package)
+            if python is not None:
+                systems[name] = (mpiexec(python, package, 2, []), mpiexec(python, package, 4, ["--contended"]))
+
+    values: dict[tuple[str, int, str], list[float]] = {}
+    began = time.monotonic()
+    for repetition in range(1, args.repetitions + 1):
+        for name, (job, contended) in systems.items():
+            started = time.monotonic()
+            results = run_job(job) + run_job(contended)
+            for result in results:
+                values.setdefault((result["case"], result["size"], name), []).append(result["value"])
+            say(f"repetition {repetition}/{args.repetitions}: {name} ({len(results)} results, "
+                f"{time.monotonic() - started:.1f} s; {time.monotonic() - began:.0f} s so far)")
+    for result in core_bench():
+        values.setdefault((result["case"], result["size"], "rma C++ core"), []).append(result["value"])
+    sizes = sorted({size for (_, size, _) in values})
+    ceiling = memcpy_ceiling(sizes)
+    write_results(values, ceiling, list(systems))
+    say(f"done in {time.monotonic() - began:.0f} s: {RESULTS}/results.md, results.csv, latency.png, bandwidth.png")
+
+
+def write_results(values, ceiling, names) -> None:
+    rows = []
+    mpis = [n for n in names if n != "rma"]
+    cases = sorted({case for (case, _, _) in values}, key=list(TITLES).index)
+    for case in cases:
+        for size in sorted({s for (c, s, _) in values if c == case}):
+            row = {"case": case, "size": size}
+            for name in names + ["rma C++ core"]:
+                samples = values.get((case, size, name))
+                if samples:
+                    row[name] = statistics.median(samples)
+                    row[name + " min"], row[name + " max"] = min(samples), max(samples)
+            higher_better = case in BANDWIDTH
+            if case in ("put", "get", "put_bw", "get_bw", "accumulate"):
+                row["memcpy"] = ceiling[size] if not higher_better else size / ceiling[size]
+            best = [row[m] for m in mpis if m in row]
+            if best and "rma" in row:
+                reference = max(best) if higher_better else min(best)
+                row["rma / best mpi4py"] = row["rma"] / reference
+            rows.append(row)
+    columns = ["case", "size"] + [c for n in names + ["rma C++ core"] for c in (n, n + " min", n + " max")] + ["memcpy", "rma / best mpi4py"]
+    with open(RESULTS / "results.csv", "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(RESULTS / "results.md", "w") as out:
+        out.write(markdown_table(rows, names, mpis))
+    plot(rows, names)
+
+
+def fmt(case: str, value: float | None) -> str:
+    if value is None:
+        return ""
+    if case == "contended_fetch_and_op":
+        return f"{value:,.0f}/s"
+    if case in BANDWIDTH:
+        return f"{value / 1e9:.2f} GB/s"
+    return f"{value * 1e6:.2f} us" if value < 1e-3 else f"{value * 1e3:.2f} ms"
+
+
+def markdown_table(rows, names, mpis) -> str:
+    header = ["case", "size"] + names + ["rma C++ core", "memcpy", "rma / best mpi4py"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for row in rows:
+        cells = [TITLES[row["case"]], _size(row["size"]) if row["case"] not in SINGLE else "8 B"]
+        for name in names + ["rma C++ core"]:
+            value = row.get(name)
+            spread = (
+                f" ({fmt(row['case'], row[name + ' min'])}-{fmt(row['case'], row[name + ' max'])})"
+                if value is not None and name != "rma C++ core" else ""
+            )
+            cells.append(fmt(row["case"], value) + spread if value is not None else "")
+        cells.append(fmt(row["case"], row.get("memcpy")))
+        ratio = row.get("rma / best mpi4py")
+        cells.append(f"{ratio:.2f}" if ratio is not None else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = (
+        "\nMedian of the repetitions, (min-max) across them. Latency: lower is better, and a ratio "
+        "below 1 means rma is faster than the best mpi4py; bandwidth and throughput: higher is "
+        "better, and a ratio above 1 means rma is faster. memcpy: one copy of the same size in "
+        "one process.\n"
+    )
+    return "\n".join(lines) + "\n" + notes
+
+
+SINGLE = {"fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier", "contended_fetch_and_op"}
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def plot(rows, names) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        say("matplotlib is missing (pip install -e '.[bench]'): no plots")
+        return
+    for filename, cases, ylabel in (
+        ("latency.png", ["put", "get", "accumulate", "lock_put_unlock"], "seconds per operation"),
+        ("bandwidth.png", ["put_bw", "get_bw"], "bytes per second"),
+    ):
+        figure, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 4), squeeze=False)
+        for axis, case in zip(axes[0], cases):
+            chosen = [r for r in rows if r["case"] == case]
+            for name in names + (["memcpy"] if case in ("put", "get", "put_bw", "get_bw") else []):
+                points = [(r["size"], r[name]) for r in chosen if r.get(name) is not None]
+                if points:
+                    axis.plot(*zip(*points), marker="o", label=name)
+            axis.set_xscale("log", base=2)
+            axis.set_yscale("log")
+            axis.set_title(TITLES[case], fontsize=9)
+            axis.set_xlabel("message size (bytes)")
+            axis.set_ylabel(ylabel)
+            axis.legend(fontsize=7)
+        figure.tight_layout()
+        figure.savefig(RESULTS / filename, dpi=110)
+        plt.close(figure)
+
+
+if __name__ == "__main__":
+    main()
