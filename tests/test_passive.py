@@ -55,6 +55,7 @@ def test_lock_any_rank_self_included_and_lock_all(comm):
             win.accumulate(np.int64(1), target, comm.rank)
     comm.barrier()
     np.testing.assert_array_equal(win.local, 1)
+    comm.barrier()  # nobody writes the next phase's values before everyone has checked
     with win.lock_all():
         for target in range(comm.size):
             win.put(np.int64(comm.rank + 10), target, comm.rank)
