@@ -3,11 +3,7 @@
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
 #include "runtime/fabric_transport.hpp"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -18,6 +14,7 @@
 #include <thread>
 
 #include "check.hpp"
+#include "fork_job.hpp"
 #include "errors.hpp"
 #include "fabric/check.hpp"
 #include "runtime/progress_engine.hpp"
@@ -33,26 +30,6 @@ using rma::RemoteAddress;
 using Bytes = std::vector<std::byte>;
 
 constexpr uint16_t kBarrier = 20, kDescriptor = 21, kData = 22, kNote = 23;
-
-// Blocking write/read of everything on a socket (the fork harness's address exchange).
-void write_all(int fd, const void* data, size_t length) {
-  auto p = static_cast<const char*>(data);
-  while (length > 0) {
-    ssize_t n = ::write(fd, p, length);
-    if (n <= 0) std::_Exit(90);
-    p += n;
-    length -= static_cast<size_t>(n);
-  }
-}
-void read_all(int fd, void* data, size_t length) {
-  auto p = static_cast<char*>(data);
-  while (length > 0) {
-    ssize_t n = ::read(fd, p, length);
-    if (n <= 0) std::_Exit(91);
-    p += n;
-    length -= static_cast<size_t>(n);
-  }
-}
 
 // What every rank of a test job has: the transport, a barrier and everyone's region.
 struct Rank {
@@ -99,78 +76,25 @@ struct Rank {
 
 // Forks `size` ranks that run body(rank) over `provider`; CHECKs that each exits 0 in time.
 void run_job(const std::string& provider, int size, const std::function<void(Rank&)>& body) {
-  std::vector<int> parent_ends;
-  std::vector<pid_t> pids;
+  auto statuses = fork_job::run(size, [&](int r, const fork_job::Exchange& exchange) {
+    test::passed() = test::failed() = 0;  // the child counts only its own checks
+    rma::FabricOptions options;
+    options.provider = provider;
+    options.node = provider == "shm" ? "" : "127.0.0.1";
+    options.rank = r;
+    options.size = size;
+    options.timeout_seconds = 30;
+    FabricTransport transport(options);
+    Rank rank(transport);  // handlers are in place before anyone knows our address
+    transport.connect(exchange(transport.address()));
+    body(rank);
+    rank.barrier(1000);  // nobody tears down while a peer still needs it
+    transport.flush_sends(Deadline::after(30));
+    return test::failed() == 0 ? 0 : 1;
+  });
   for (int r = 0; r < size; ++r) {
-    int ends[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) std::abort();
-    pid_t pid = fork();
-    if (pid == 0) {
-      ::close(ends[0]);
-      test::passed() = test::failed() = 0;  // the child counts only its own checks
-      int status = 1;
-      try {
-        rma::FabricOptions options;
-        options.provider = provider;
-        options.node = provider == "shm" ? "" : "127.0.0.1";
-        options.rank = r;
-        options.size = size;
-        options.timeout_seconds = 30;
-        FabricTransport transport(options);
-        Rank rank(transport);  // handlers are in place before anyone knows our address
-        Bytes name = transport.address();
-        uint64_t length = name.size();
-        write_all(ends[1], &length, sizeof length);
-        write_all(ends[1], name.data(), name.size());
-        std::vector<Bytes> names(size);
-        for (auto& other : names) {
-          read_all(ends[1], &length, sizeof length);
-          other.resize(length);
-          read_all(ends[1], other.data(), length);
-        }
-        transport.connect(names);
-        body(rank);
-        rank.barrier(1000);  // nobody tears down while a peer still needs it
-        transport.flush_sends(Deadline::after(30));
-        status = test::failed() == 0 ? 0 : 1;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d (%s): %s\n", r, provider.c_str(), e.what());
-      }
-      std::fflush(nullptr);
-      std::_Exit(status);
-    }
-    ::close(ends[1]);
-    parent_ends.push_back(ends[0]);
-    pids.push_back(pid);
-  }
-  // Relay the names: everyone gets every rank's, in rank order.
-  std::vector<Bytes> names(size);
-  for (int r = 0; r < size; ++r) {
-    uint64_t length;
-    read_all(parent_ends[r], &length, sizeof length);
-    names[r].resize(length);
-    read_all(parent_ends[r], names[r].data(), length);
-  }
-  for (int r = 0; r < size; ++r) {
-    for (const Bytes& name : names) {
-      uint64_t length = name.size();
-      write_all(parent_ends[r], &length, sizeof length);
-      write_all(parent_ends[r], name.data(), name.size());
-    }
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  for (int r = 0; r < size; ++r) {
-    int status = -1;
-    while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::fprintf(stderr, "%s: rank %d hung; killing it\n", provider.c_str(), r);
-        kill(pids[r], SIGKILL);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ::close(parent_ends[r]);
-    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok) std::fprintf(stderr, "%s: rank %d of %d failed (status %d)\n", provider.c_str(), r, size, status);
+    bool ok = WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 0;
+    if (!ok) std::fprintf(stderr, "%s: rank %d of %d failed (status %d)\n", provider.c_str(), r, size, statuses[r]);
     CHECK(ok);
   }
 }
