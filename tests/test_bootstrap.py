@@ -254,3 +254,25 @@ def test_a_stale_shm_file_with_our_pid_does_not_stop_init():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "[0]\n"
+
+
+def test_sigint_interrupts_a_call_blocked_inside_rma():
+    # The rank waits in C++ without the GIL; a SIGINT must still end the wait, as
+    # KeyboardInterrupt, and leave the job usable.
+    code = textwrap.dedent("""
+        import os, signal, threading, time, rma
+        comm = rma.init()
+        if comm.rank == 0:
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            began = time.monotonic()
+            try:
+                comm.recv(1)  # nobody sends
+            except KeyboardInterrupt:
+                print("interrupted", time.monotonic() - began < 5)
+            comm.send("go", 1)
+        else:
+            print("got", comm.recv(0))
+    """)
+    out = rmarun("-n", "2", "--tag-output", "-c", code, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "[0] interrupted True" in out.stdout and "[1] got go" in out.stdout

@@ -55,6 +55,17 @@ def test_interrupting_the_kernel_interrupts_the_cell_not_the_job(cluster):
     assert cluster.pull("comm.allgather(comm.rank)") == [[0, 1, 2]] * 3  # the job goes on
 
 
+def test_interrupting_ranks_blocked_inside_rma(cluster):
+    # Ranks 1 and 2 wait in C++ (without the GIL) for a message that never comes.
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    results = cluster.run("if comm.rank != 0:\n    comm.recv(0, tag=77)")
+    assert results[0].error is None
+    assert all("KeyboardInterrupt" in r.error for r in results[1:])
+    cluster.run("if comm.rank == 0:\n    for r in (1, 2): comm.send('late', r, tag=77)")
+    assert cluster.pull("comm.recv(0, tag=77) if comm.rank else 'late'") == ["late"] * 3
+
+
 def test_the_cell_magic(cluster, capsys):
     rma.notebook._current = cluster
     rma.notebook._rma_cell("", "print('hello from', comm.rank)")

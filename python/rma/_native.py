@@ -5,6 +5,8 @@ pytest plugin's controller start without loading libfabric (whose dependencies a
 about 200 ms to load on Debian 12).
 """
 
+import threading
+
 from ._signals import keep_python_signal_handlers
 
 try:
@@ -16,5 +18,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         f"({error}). Build and install the package with `pip install .` "
         "(it needs `apt-get install libfabric-dev pkg-config` first)."
     ) from error
+
+# A SIGINT now also interrupts a blocking rma call (which runs without the GIL): the call ends
+# and Python's handler runs (KeyboardInterrupt, usually). Main thread only, like signals.
+if threading.current_thread() is threading.main_thread():
+    _core.chain_interrupt_handler()
 
 __all__ = ["_core"]

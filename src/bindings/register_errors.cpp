@@ -22,6 +22,10 @@ void register_errors(py::module_& m) {
       raise("FabricError", e.what());
     } catch (const rma::PeerError& e) {
       raise("PeerError", e.what());
+    } catch (const rma::Interrupted& e) {
+      // Let Python's own SIGINT handler decide (KeyboardInterrupt, usually); if it raises
+      // nothing, report the interruption as an RMAError.
+      if (PyErr_CheckSignals() == 0) raise("RMAError", e.what());
     } catch (const rma::EpochError& e) {
       raise("EpochError", e.what());
     } catch (const rma::RangeError& e) {

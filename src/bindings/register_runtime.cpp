@@ -2,6 +2,7 @@
 #include <pybind11/stl.h>
 
 #include "runtime/communicator.hpp"
+#include "runtime/interrupts.hpp"
 #include "runtime/provider_info.hpp"
 #include "runtime/runtime.hpp"
 
@@ -17,6 +18,8 @@ std::vector<std::byte> to_bytes(const py::bytes& data) {
 
 void register_runtime(py::module_& m) {
   m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use.");
+  m.def("chain_interrupt_handler", &rma::chain_interrupt_handler,
+        "Let SIGINT interrupt blocking rma calls too (chains in front of Python's handler).");
   m.def("usable_providers", &rma::usable_providers,
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
 

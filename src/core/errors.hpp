@@ -37,6 +37,12 @@ class RangeError : public RmaError {
   using RmaError::RmaError;
 };
 
+// A blocking call gave up because the process was interrupted (SIGINT, see interrupts.hpp).
+class Interrupted : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
 // A bad argument detected by the core (a rank out of range, a tag out of range...).
 class UsageError : public std::invalid_argument {
  public:

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "errors.hpp"
+#include "runtime/interrupts.hpp"
 
 namespace rma {
 
@@ -11,12 +12,14 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
+  unsigned long interrupts_before = interrupt_count();
   while (!done()) {
     if (progress()) {
       backoff.reset();
       continue;
     }
     peers_.check(watch, rank_, what());
+    if (interrupt_count() != interrupts_before) throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
     if (deadline.expired()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
