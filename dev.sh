@@ -63,7 +63,14 @@ case "${1:-}" in
   test)
     setup
     cpp_tests
-    PATH="$VENV/bin:$PATH" exec "$PY" -m pytest "${@:2}"
+    PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
+    if [ $# -le 1 ]; then
+      # The window suites once more with windows reached through libfabric instead of shared
+      # memory, so that both transports stay tested.
+      echo "dev.sh: the window suites again with RMA_TRANSPORT=libfabric"
+      RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
+        tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py
+    fi
     ;;
   bench)
     setup

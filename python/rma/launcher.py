@@ -275,6 +275,10 @@ def print_info() -> int:
         bound = f", bound to {node}" if node else ""
         state = "" if provider in usable else "  (NOT available here)"
         print(f"a job with {where}: libfabric provider {provider}{bound} ({source}){state}")
+    transport = os.environ.get("RMA_TRANSPORT", "auto") or "auto"
+    print(f"Window.allocate memory (RMA_TRANSPORT={transport}): "
+          + ("reached through libfabric" if transport == "libfabric"
+             else "shared memory when every rank is on one host, else libfabric"))
     return 0
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import collections
 import operator
+import os
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -124,9 +126,38 @@ class Window:
         dtype = _fixed_dtype(dtype, "allocate")
         shape = _shape(shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        memory = _core.WindowMemory(nbytes)
+        # On one host the memory goes in shared segments every rank maps (RMA_TRANSPORT=libfabric
+        # keeps it private, reached through libfabric).
+        shared = _transport(comm) == "shared-memory"
+        memory = _core.SharedSegment.create(nbytes) if shared else _core.WindowMemory(nbytes)
         local = np.frombuffer(memory, dtype=np.uint8).view(dtype).reshape(shape)
-        return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info)
+        return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info, shared)
+
+    @classmethod
+    def allocate_shared(
+        cls, comm: Comm, shape: int | tuple[int, ...], dtype: Any = np.uint8, *, info: dict | None = None
+    ) -> Window:
+        """Return a window like allocate(), whose every rank's memory win.shared(rank) shows directly.
+
+        Collective; every rank of `comm` must run on one host.
+        """
+        if not _one_host(comm):
+            raise ValueError("rma: Window.allocate_shared: every rank of comm must run on one host")
+        dtype = _fixed_dtype(dtype, "allocate_shared")
+        shape = _shape(shape)
+        segment = _core.SharedSegment.create(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+        local = np.frombuffer(segment, dtype=np.uint8).view(dtype).reshape(shape)
+        return cls._build(comm, local, segment.address, segment, "shared", None, info, True)
+
+    def shared(self, rank: int) -> np.ndarray:
+        """Return a direct load/store view of `rank`'s memory (allocate_shared windows)."""
+        rank = self._rank(rank, "shared", allow_null=False)
+        if self._flavor != "shared":
+            raise RMAError(f"rma: win.shared: only a window from Window.allocate_shared has it, not this {self._flavor} one")
+        if rank == self._comm.rank:
+            return self._local
+        shape, dtype, _ = self._layout[rank]
+        return np.frombuffer(self._core.segment(rank), dtype=np.uint8).view(dtype).reshape(shape)
 
     @classmethod
     def create(
@@ -183,7 +214,7 @@ class Window:
         del self._attached[address]
 
     @classmethod
-    def _build(cls, comm, local, address, owner, flavor, disp_unit, info) -> Window:
+    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False) -> Window:
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: Window.{flavor}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
@@ -192,6 +223,8 @@ class Window:
         layout = comm.allgather((local.shape, local.dtype, unit))
         if flavor == "dynamic":
             core = _core.Window.create_dynamic(comm._core, "dynamic")
+        elif shared:
+            core = _core.Window.create_shared(comm._core, owner, f"{flavor}, {local.dtype}, shape {local.shape}, shared memory")
         else:
             core = _core.Window.create(comm._core, address, local.nbytes, f"{flavor}, {local.dtype}, shape {local.shape}")
         window = object.__new__(cls)
@@ -202,6 +235,7 @@ class Window:
         window._flavor = flavor
         window._disp_unit = unit
         window._info = hints
+        window._transport = "shared-memory" if shared else "libfabric"
         window._layout = [(tuple(shape), np.dtype(dt), u) for shape, dt, u in layout]
         # By target rank: arrays in use by calls not yet completed, and the copies into
         # non-contiguous results to make once their data is there.
@@ -252,6 +286,11 @@ class Window:
     def info(self) -> dict:
         """Return the hints in force."""
         return dict(self._info)
+
+    @property
+    def transport(self) -> str:
+        """Return how calls reach the other ranks: "shared-memory" (memcpy, CPU atomics) or "libfabric"."""
+        return self._transport
 
     @property
     def comm(self) -> Comm:
@@ -721,6 +760,24 @@ def _hints(info: dict | None, call: str) -> dict:
         if key in hints:  # unknown hints are ignored, as MPI does
             hints[key] = bool(value)
     return hints
+
+
+def _one_host(comm: Comm) -> bool:
+    return len(set(comm.allgather(socket.gethostname()))) == 1
+
+
+def _transport(comm: Comm) -> str:
+    """Return the transport of a new allocate() window: the same answer on every rank."""
+    setting = os.environ.get("RMA_TRANSPORT", "auto").strip() or "auto"
+    if setting not in ("auto", "shared-memory", "libfabric"):
+        raise ValueError(f"rma: RMA_TRANSPORT={setting!r}: use auto, shared-memory or libfabric")
+    views = comm.allgather((socket.gethostname(), setting))
+    if len({s for _, s in views}) != 1:
+        raise ValueError("rma: the ranks disagree on RMA_TRANSPORT; give every rank the same")
+    one_host = len({h for h, _ in views}) == 1
+    if setting == "shared-memory" and not one_host:
+        raise ValueError("rma: RMA_TRANSPORT=shared-memory needs every rank on one host")
+    return "shared-memory" if one_host and setting != "libfabric" else "libfabric"
 
 
 def _group(group: Any, call: str) -> list[int]:

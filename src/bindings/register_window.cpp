@@ -66,6 +66,15 @@ void register_window(py::module_& m) {
                                {memory.bytes()}, {1});
       });
 
+  py::class_<rma::SharedSegment, std::shared_ptr<rma::SharedSegment>>(m, "SharedSegment", py::buffer_protocol())
+      .def_static("create", &rma::SharedSegment::create, py::arg("bytes"))
+      .def_property_readonly("address", [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
+      .def_property_readonly("nbytes", &rma::SharedSegment::bytes)
+      .def_buffer([](rma::SharedSegment& segment) {
+        return py::buffer_info(segment.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {segment.bytes()}, {1});
+      });
+
   m.attr("PROC_NULL") = rma::kProcNull;
 
   using rma::Window;
@@ -83,6 +92,13 @@ void register_window(py::module_& m) {
             return Window::create_dynamic(comm, label);
           },
           py::arg("comm"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
+      .def_static(
+          "create_shared",
+          [](const rma::Communicator& comm, std::shared_ptr<rma::SharedSegment> segment, const std::string& label) {
+            return Window::create_shared(comm, std::move(segment), label);
+          },
+          py::arg("comm"), py::arg("segment"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
+      .def("segment", &Window::segment)
       .def("attach", [](Window& window, uintptr_t base, uint64_t bytes) { window.attach(pointer(base), bytes); })
       .def("detach", [](Window& window, uintptr_t base) { window.detach(pointer(base)); })
       .def_property_readonly("id", &Window::id)

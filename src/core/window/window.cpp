@@ -14,7 +14,18 @@ namespace {
 struct Published {
   uint32_t next_id;
   RegionDescriptor region;
+  char segment[64];  // a shared window's segment name, else empty
 };
+
+// Applies visit(local pointer, window pointer, length) to each run of region in peer memory.
+template <class Visit>
+void each_run(const Region& region, std::byte* memory, Visit&& visit) {
+  size_t cursor = 0;
+  region.for_each_run([&](uint64_t offset, uint64_t length) {
+    visit(cursor, memory + offset, length);
+    cursor += length;
+  });
+}
 }  // namespace
 
 // ---- creation and teardown ----
@@ -28,15 +39,31 @@ std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const s
   return establish(comm, nullptr, 0, label, true);
 }
 
+std::shared_ptr<Window> Window::create_shared(const Communicator& comm,
+                                              std::shared_ptr<SharedSegment> local,
+                                              const std::string& label) {
+  return establish(comm, local->data(), local->bytes(), label, false, local);
+}
+
+std::shared_ptr<SharedSegment> Window::segment(int rank) const {
+  return rank >= 0 && rank < static_cast<int>(segments_.size()) ? segments_[rank] : nullptr;
+}
+
+std::byte* Window::direct(int target) const {
+  return segments_.empty() ? nullptr : segments_[target]->data();
+}
+
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
-                                          const std::string& label, bool dynamic) {
+                                          const std::string& label, bool dynamic,
+                                          std::shared_ptr<SharedSegment> segment) {
   Runtime& runtime = comm.runtime();
   runtime.require_active("Window creation");
   // A communicator of its own, so the window's fences never meet the user's messages.
   std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank());
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
-  Published mine{service.next_id(), {}};
+  Published mine{service.next_id(), {}, {}};
+  if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
   if (bytes > 0) {
     registration = runtime.transport().register_region(base, bytes);
     mine.region = registration->descriptor();
@@ -44,17 +71,27 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)));
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
-  for (const Bytes& entry : entries) {
+  std::vector<std::shared_ptr<SharedSegment>> segments;
+  for (size_t r = 0; r < entries.size(); ++r) {
     Published theirs;
-    std::memcpy(&theirs, entry.data(), sizeof theirs);
+    std::memcpy(&theirs, entries[r].data(), sizeof theirs);
     id = std::max(id, theirs.next_id);
     peers.push_back(theirs.region);
+    if (segment && theirs.segment[0] == 0) {
+      throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
+    }
+    if (segment) {
+      segments.push_back(static_cast<int>(r) == own->rank()
+                             ? segment
+                             : SharedSegment::open(theirs.segment, theirs.region.length));
+    }
   }
   service.id_taken(id);
   std::string name = "window " + std::to_string(id) + (label.empty() ? "" : " (" + label + ")");
   std::shared_ptr<Window> window(new Window(own, service, id, base, bytes, name));
   window->registration_ = std::move(registration);
   window->peers_ = std::move(peers);
+  window->segments_ = std::move(segments);
   window->dynamic_ = dynamic;
   window->known_attachments_.resize(own->size());
   int members = own->size();
@@ -77,8 +114,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     window->outstanding_to_[r] = 0;
   }
   service.add(id, window);
-  // Nobody may send to this window before every member can route messages to it.
+  // Nobody may send to this window before every member can route messages to it, and every
+  // member has mapped every segment: the names can go.
   own->barrier();
+  if (segment) segment->unlink();
   return window;
 }
 
@@ -288,6 +327,11 @@ bool Window::native(const Region& region) const {
 
 void Window::put(int target, const void* data, const Region& region) {
   if (!admit("put", target, region)) return;
+  if (std::byte* memory = direct(target)) {
+    auto source = static_cast<const std::byte*>(data);
+    each_run(region, memory, [&](size_t at, std::byte* to, uint64_t length) { std::memcpy(to, source + at, length); });
+    return;
+  }
   if (native(region)) {
     comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
                                        RemoteAddress{peers_[target], region.offset()});
@@ -306,6 +350,11 @@ void Window::put(int target, const void* data, const Region& region) {
 
 void Window::get(int target, void* out, const Region& region) {
   if (!admit("get", target, region)) return;
+  if (std::byte* memory = direct(target)) {
+    auto into = static_cast<std::byte*>(out);
+    each_run(region, memory, [&](size_t at, std::byte* from, uint64_t length) { std::memcpy(into + at, from, length); });
+    return;
+  }
   if (native(region)) {
     comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
                                       RemoteAddress{peers_[target], region.offset()});
@@ -329,6 +378,17 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
                      describe(type));
   }
   if (!admit(call, target, region)) return;
+  if (std::byte* memory = direct(target)) {
+    // The same CPU atomics the target applies to messages: the two paths stay mutually atomic.
+    auto operand = static_cast<const std::byte*>(data);
+    auto fetched = static_cast<std::byte*>(result);
+    uint32_t element = region.element_size();
+    each_run(region, memory, [&](size_t at, std::byte* to, uint64_t length) {
+      apply_reduce(op, type, element, to, op == ReduceOp::NoOp ? nullptr : operand + at,
+                   fetched ? fetched + at : nullptr, length / element);
+    });
+    return;
+  }
   Bytes message = request_header(next_request_++);
   wire::append<uint8_t>(message, static_cast<uint8_t>(result ? Kind::FetchAccumulate : Kind::Accumulate));
   wire::append<uint8_t>(message, static_cast<uint8_t>(op));
@@ -352,6 +412,10 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
   if (region.elements() != 1) {
     throw UsageError("rma: " + where("compare_and_swap", target) + ": exactly one element");
   }
+  if (std::byte* memory = direct(target)) {
+    rma::compare_and_swap(type, memory + region.offset(), compare, data, result);
+    return;
+  }
   Bytes message = request_header(next_request_++);
   wire::append<uint8_t>(message, static_cast<uint8_t>(Kind::CompareSwap));
   wire::append<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
@@ -367,6 +431,7 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
 // ---- synchronization ----
 
 void Window::complete_all(const char* call) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores are visible before what follows
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
   for (int member : comm_->members()) transport.flush(member, deadline);
@@ -501,6 +566,7 @@ void Window::complete() {
   if (!access_open_) {
     throw EpochError("rma: " + where("complete", -1) + ": no access epoch is open (win.start was not called)");
   }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   // Every target's post is consumed, even one we never addressed, so counts stay matched.
   for (int target : access_group_) consume_post(target, "complete");
   Transport& transport = comm_->runtime().transport();
@@ -564,6 +630,7 @@ void Window::note_complete(int source, std::span<const std::byte>, size_t) {
 }
 
 void Window::complete_target(int target, const char* call) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
   transport.flush(comm_->members()[target], deadline);

@@ -21,6 +21,7 @@
 #include "runtime/transport.hpp"
 #include "window/reduce.hpp"
 #include "window/region.hpp"
+#include "window/shared_segment.hpp"
 
 namespace rma {
 
@@ -50,6 +51,13 @@ class Window : public std::enable_shared_from_this<Window> {
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
   static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label);
+  // Collective, every rank of comm on one host: a window over shared segments that every rank
+  // maps; calls to any rank then move data with memcpy and CPU atomics, without the fabric.
+  static std::shared_ptr<Window> create_shared(const Communicator& comm,
+                                               std::shared_ptr<SharedSegment> local,
+                                               const std::string& label);
+  // A shared window's segment of `rank` (its memory as this process maps it); null otherwise.
+  std::shared_ptr<SharedSegment> segment(int rank) const;
 
   // Dynamic windows: expose or withdraw [base, base + bytes) of this rank. Local calls.
   void attach(void* base, uint64_t bytes);
@@ -132,7 +140,10 @@ class Window : public std::enable_shared_from_this<Window> {
   Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
          uint64_t bytes, std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
-                                           const std::string& label, bool dynamic);
+                                           const std::string& label, bool dynamic,
+                                           std::shared_ptr<SharedSegment> segment = nullptr);
+  // target's memory as mapped here (a shared window), or null: use the fabric.
+  std::byte* direct(int target) const;
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment,
   // asking the target once more when the cached table does not cover it).
   bool exposes(int target, int64_t low, int64_t high);
@@ -172,6 +183,7 @@ class Window : public std::enable_shared_from_this<Window> {
   std::string label_;
   std::unique_ptr<LocalRegion> registration_;
   std::vector<RegionDescriptor> peers_;  // by rank of comm_
+  std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
   Attachments attachments_;                 // this rank's, for a dynamic window

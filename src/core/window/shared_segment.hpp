@@ -1,0 +1,41 @@
+// Window memory in a POSIX shared-memory segment that every rank of a host maps, so that a
+// put is a memcpy into the target's memory and an accumulate a CPU atomic on it.
+//
+// A segment's name exists only while the window is being created: once every rank has mapped
+// every segment, each rank unlinks its own, so a killed job leaves nothing in /dev/shm.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace rma {
+
+class SharedSegment {
+ public:
+  // Creates, sizes (zero-filled) and maps a new segment with a fresh unique name.
+  static std::shared_ptr<SharedSegment> create(size_t bytes);
+  // Maps a segment another rank of this host created.
+  static std::shared_ptr<SharedSegment> open(const std::string& name, size_t bytes);
+  ~SharedSegment();
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  std::byte* data() noexcept { return data_ != nullptr ? static_cast<std::byte*>(data_) : &empty_; }
+  size_t bytes() const noexcept { return bytes_; }
+  // Removes the name (the mappings stay valid). Idempotent; never throws.
+  void unlink() noexcept;
+
+ private:
+  SharedSegment(std::string name, void* data, size_t bytes, bool owner)
+      : name_(std::move(name)), data_(data), bytes_(bytes), owner_(owner) {}
+  std::string name_;
+  void* data_;
+  size_t bytes_;
+  bool owner_;
+  bool unlinked_ = false;
+  std::byte empty_{};  // a valid address for a 0-byte segment
+};
+
+}  // namespace rma
