@@ -261,6 +261,15 @@ def test_passive_target_errors(comm):
             win.lock_all()
     with pytest.raises(ValueError, match="lock_type"):
         win.lock(0, 3)
+    with win.lock_all():
+        with pytest.raises(rma.EpochError, match="unlock_all"):
+            win.unlock(0)
+        with pytest.raises(rma.EpochError, match="passive-target epoch"):
+            win.fence()
+        with pytest.raises(rma.EpochError, match="passive-target epoch"):
+            win.start([0])
+        with pytest.raises(rma.EpochError, match="passive-target epoch"):
+            win.post([0])
     win.fence()
     win.put(np.ones(2, np.int64), comm.rank)
     with pytest.raises(rma.EpochError, match="fence epoch"):
@@ -297,3 +306,32 @@ def test_bulletin_board_example(ranks, provider):
     assert out.returncode == 0, out.stderr
     assert f"bulletin board: {ranks} ranks" in out.stdout
     assert "torn records: 0; lost posts: 0" in out.stdout and "bulletin board: OK" in out.stdout
+
+
+def test_a_lock_request_given_up_at_the_deadline_is_handed_back():
+    code = """
+import time, numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1, np.int64)
+if comm.rank == 0:
+    win.lock(0)
+    time.sleep(2.0)          # rank 1's request waits, then gives up after 1 s
+    win.unlock(0)
+    time.sleep(0.5)          # rank 1's late grant comes back at once
+    began = time.monotonic()
+    with win.lock(0):
+        print("relocked", time.monotonic() - began < 0.5)
+else:
+    time.sleep(0.2)
+    try:
+        win.lock(0)
+    except rma.RMATimeoutError:
+        print("gave up")
+    time.sleep(3.0)
+"""
+    out = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "2", "--tag-output", "-c", code],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "RMA_TIMEOUT": "1"},
+    )
+    assert "[1] gave up" in out.stdout, out.stdout + out.stderr
+    assert "[0] relocked True" in out.stdout, out.stdout + out.stderr

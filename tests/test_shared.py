@@ -57,3 +57,22 @@ def test_segment_names_do_not_outlive_creation(comm):
         other.shared(0)
     other.free()
     win.free()
+
+
+@pytest.mark.rma(nprocs=[2, 4], providers=["shm"])
+def test_accumulates_without_a_lock_free_atomic_stay_exact(comm):
+    # complex128 has no lock-free CPU atomic here, and a raw uint8 window may hold misaligned
+    # elements: such calls go to the target as messages, so concurrent updates still add up.
+    win = rma.Window.allocate(comm, 2, np.complex128)
+    raw = rma.Window.allocate(comm, 17, np.uint8)
+    with win.lock_all(), raw.lock_all():
+        for _ in range(100):
+            win.accumulate(np.complex128(1 + 1j), 0, 1)
+            raw.accumulate(np.int64(1), 0, 1)  # bytes 1..8: misaligned
+    comm.barrier()
+    if comm.rank == 0:
+        assert win.local[1] == 100 * comm.size * (1 + 1j)
+        assert raw.local[1:9].view(np.int64)[0] == 100 * comm.size
+    comm.barrier()
+    win.free()
+    raw.free()

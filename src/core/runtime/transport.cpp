@@ -14,10 +14,9 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   Backoff backoff;
   unsigned long interrupts_before = interrupt_count();
   while (!done()) {
-    if (progress()) {
-      backoff.reset();
-      continue;
-    }
+    // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
+    // not keep a wait for a dead peer from failing, or its deadline from passing.
+    bool busy = progress();
     peers_.check(watch, rank_, what());
     if (interrupt_count() != interrupts_before) throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
     if (deadline.expired()) {
@@ -27,7 +26,11 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
                          " did not finish within " + seconds +
                          " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
     }
-    backoff.idle();
+    if (busy) {
+      backoff.reset();
+    } else {
+      backoff.idle();
+    }
   }
 }
 

@@ -160,6 +160,13 @@ size_t element_size(ElementType type) {
   return size;
 }
 
+bool lock_free_type(ElementType type) {
+  if (type == ElementType::Bytes) return false;
+  bool lock_free = false;
+  dispatch(type, [&](auto tag) { lock_free = std::atomic_ref<decltype(tag)>::is_always_lock_free; });
+  return lock_free;
+}
+
 bool op_fits(ReduceOp op, ElementType type) {
   if (op == ReduceOp::Replace || op == ReduceOp::NoOp) return true;
   bool is_bool = type == ElementType::Bool;

@@ -21,6 +21,8 @@ enum class ReduceOp : uint8_t {
 
 size_t element_size(ElementType type);  // 0 for Bytes (the caller's element size applies)
 bool op_fits(ReduceOp op, ElementType type);
+// Whether the CPU updates an aligned element of this type with a lock-free atomic.
+bool lock_free_type(ElementType type);
 std::string describe(ReduceOp op);
 std::string describe(ElementType type);
 

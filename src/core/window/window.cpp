@@ -49,6 +49,19 @@ std::shared_ptr<SharedSegment> Window::segment(int rank) const {
   return rank >= 0 && rank < static_cast<int>(segments_.size()) ? segments_[rank] : nullptr;
 }
 
+bool Window::lock_free_everywhere(ElementType type, const Region& region, const std::byte* memory) {
+  // Elements without a lock-free CPU atomic (complex128, misaligned ones in a raw window) fall
+  // back to a lock private to each process: from several processes that is no exclusion, so
+  // those calls go to the target as messages, where one process applies them all.
+  size_t size = element_size(type);
+  if (size == 0 || !lock_free_type(type)) return false;
+  if ((reinterpret_cast<uintptr_t>(memory) + region.offset()) % size != 0) return false;
+  for (const auto& dim : region.dims()) {
+    if (dim.stride % static_cast<int64_t>(size) != 0) return false;
+  }
+  return true;
+}
+
 std::byte* Window::direct(int target) const {
   return segments_.empty() ? nullptr : segments_[target]->data();
 }
@@ -108,6 +121,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->held_.assign(members, 0);
   window->held_nocheck_.assign(members, 0);
   window->grant_.reset(new std::atomic<int>[members]);
+  window->abandoned_.assign(members, 0);
   window->outstanding_to_.reset(new std::atomic<int64_t>[members]);
   for (int r = 0; r < members; ++r) {
     window->grant_[r] = 0;
@@ -226,24 +240,35 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
   }
   ++outstanding_;
   ++outstanding_to_[target];
-  comm_->runtime().transport().send(comm_->members()[target], kWindowAttachments, request);
-  std::vector<int> watch{comm_->members()[target]};
-  comm_->runtime().transport().wait_until(
-      [&] {
-        std::lock_guard lock(pending_mutex_);
-        return pending_.count(request_id) == 0;
-      },
-      comm_->runtime().deadline(), watch, [&] { return where("attachments query", target); });
+  try {
+    comm_->runtime().transport().send(comm_->members()[target], kWindowAttachments, request);
+    std::vector<int> watch{comm_->members()[target]};
+    comm_->runtime().transport().wait_until(
+        [&] {
+          std::lock_guard lock(pending_mutex_);
+          return pending_.count(request_id) == 0;
+        },
+        comm_->runtime().deadline(), watch, [&] { return where("attachments query", target); });
+  } catch (...) {
+    // `answer` lives on this stack frame: a late reply must find no entry pointing to it.
+    std::lock_guard lock(pending_mutex_);
+    if (pending_.erase(request_id)) {
+      attachment_requests_.erase(request_id);
+      --outstanding_;
+      --outstanding_to_[target];
+    }
+    throw;
+  }
   Attachments table(answer.size() / 16);
   std::memcpy(table.data(), answer.data(), table.size() * 16);
   known_attachments_[target] = std::move(table);
   return inside(known_attachments_[target], low, high);
 }
 
-bool Window::local_exposes(int64_t low, int64_t high) {
+bool Window::exposes_locally(int64_t low, int64_t high) const {
+  // For a dynamic window the caller holds attachments_mutex_.
   if (low < 0) return false;
   if (!dynamic_) return static_cast<uint64_t>(high) <= bytes_;
-  std::lock_guard lock(attachments_mutex_);
   return inside(attachments_, low, high);
 }
 
@@ -378,7 +403,8 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
                      describe(type));
   }
   if (!admit(call, target, region)) return;
-  if (std::byte* memory = direct(target)) {
+  std::byte* memory = direct(target);
+  if (memory != nullptr && lock_free_everywhere(type, region, memory)) {
     // The same CPU atomics the target applies to messages: the two paths stay mutually atomic.
     auto operand = static_cast<const std::byte*>(data);
     auto fetched = static_cast<std::byte*>(result);
@@ -412,7 +438,8 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
   if (region.elements() != 1) {
     throw UsageError("rma: " + where("compare_and_swap", target) + ": exactly one element");
   }
-  if (std::byte* memory = direct(target)) {
+  std::byte* memory = direct(target);
+  if (memory != nullptr && lock_free_everywhere(type, region, memory)) {
     rma::compare_and_swap(type, memory + region.offset(), compare, data, result);
     return;
   }
@@ -445,6 +472,9 @@ void Window::fence(int mode) {
   if (mode & ~kAllModes) {
     throw UsageError("rma: " + where("fence", -1) + ": mode " + std::to_string(mode) +
                      " is not a combination of rma.Mode flags");
+  }
+  if (in_passive_epoch(kProcNull)) {
+    throw EpochError("rma: " + where("fence", -1) + ": a passive-target epoch (lock) is open on this window; unlock first");
   }
   if (access_open_ || exposure_open_) {
     throw EpochError("rma: " + where("fence", -1) + ": a " +
@@ -487,6 +517,9 @@ void Window::check_group(const std::vector<int>& group, const char* call) const 
 
 void Window::leave_idle_fence(const char* call) {
   if (freed_) throw RmaError("rma: " + where(call, -1) + ": the window was freed");
+  if (in_passive_epoch(kProcNull) && std::string(call) != "lock" && std::string(call) != "lock_all") {
+    throw EpochError("rma: " + where(call, -1) + ": a passive-target epoch (lock) is open on this window; unlock first");
+  }
   if (fence_epoch_) {
     // A fence followed by no communication call does not keep the window from other epochs.
     if (calls_since_sync_ > 0) {
@@ -677,10 +710,22 @@ bool Window::request_lock(int target, int type, bool try_only, const char* call)
   wire::append<uint8_t>(message, try_only ? 1 : 0);
   comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
   std::vector<int> watch{comm_->members()[target]};
-  comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), watch, [&] {
-    return where(call, target) + " (waiting for the " + (type == kLockExclusive ? "exclusive" : "shared") +
-           " lock on rank " + std::to_string(target) + ", held by another rank)";
-  });
+  try {
+    comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), watch, [&] {
+      return where(call, target) + " (waiting for the " + (type == kLockExclusive ? "exclusive" : "shared") +
+             " lock on rank " + std::to_string(target) + ", held by another rank)";
+    });
+  } catch (...) {
+    // Given up (deadline, interrupt): the request stays queued at the target. Whenever its
+    // grant comes, hand the lock straight back, or nobody else would ever get it.
+    std::lock_guard lock(grant_mutex_);
+    if (grant_[target].load() == 1) {
+      send_unlock(target);
+    } else if (grant_[target].load() == 0) {
+      abandoned_[target] = 1;
+    }
+    throw;
+  }
   if (grant_[target].load() != 1) return false;
   held_[target] = static_cast<uint8_t>(type);
   held_nocheck_[target] = 0;
@@ -697,6 +742,9 @@ void Window::lock(int target, int type, int mode) {
     if (held_[target] || lock_all_) {
       throw EpochError("rma: " + where("lock", target) + ": this rank already holds a lock on rank " + std::to_string(target));
     }
+    if (access_open_ || exposure_open_) {
+      throw EpochError("rma: " + where("lock", target) + ": a post/start epoch is open on this window");
+    }
     leave_idle_fence("lock");
     held_[target] = static_cast<uint8_t>(type == kLockShared ? kLockShared : kLockExclusive);
     held_nocheck_[target] = 1;
@@ -709,17 +757,16 @@ bool Window::try_lock(int target, int type) { return request_lock(target, type, 
 
 void Window::release(int target) {
   complete_target(target, "unlock");
-  if (!held_nocheck_[target]) {
-    Bytes message;
-    wire::append<uint32_t>(message, id_);
-    comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);
-  }
+  if (!held_nocheck_[target]) send_unlock(target);
   held_[target] = 0;
   held_nocheck_[target] = 0;
 }
 
 void Window::unlock(int target) {
   if (freed_) throw RmaError("rma: " + where("unlock", -1) + ": the window was freed");
+  if (lock_all_) {
+    throw EpochError("rma: " + where("unlock", target) + ": the epoch was opened by win.lock_all(); end it with win.unlock_all()");
+  }
   if (target < 0 || target >= size() || !held_[target]) {
     throw EpochError("rma: " + where("unlock", target) + ": this rank holds no lock on rank " +
                      std::to_string(target) + " (win.lock was not called)");
@@ -739,7 +786,18 @@ void Window::lock_all(int mode) {
     throw EpochError("rma: " + where("lock_all", -1) + ": a passive-target epoch is already open");
   }
   if (!(mode & kModeNoCheck)) {
-    for (int target = 0; target < size(); ++target) request_lock(target, kLockShared, false, "lock_all");
+    try {
+      for (int target = 0; target < size(); ++target) request_lock(target, kLockShared, false, "lock_all");
+    } catch (...) {
+      // Give back the locks already taken: the epoch did not open.
+      for (int target = 0; target < size(); ++target) {
+        if (held_[target]) {
+          send_unlock(target);
+          held_[target] = 0;
+        }
+      }
+      throw;
+    }
   } else {
     std::fill(held_.begin(), held_.end(), static_cast<uint8_t>(kLockShared));
     std::fill(held_nocheck_.begin(), held_nocheck_.end(), 1);
@@ -750,7 +808,9 @@ void Window::lock_all(int mode) {
 void Window::unlock_all() {
   if (freed_) throw RmaError("rma: " + where("unlock_all", -1) + ": the window was freed");
   if (!lock_all_) throw EpochError("rma: " + where("unlock_all", -1) + ": no lock_all epoch is open");
-  for (int target = 0; target < size(); ++target) release(target);
+  for (int target = 0; target < size(); ++target) {
+    if (held_[target]) release(target);  // a retry after a failure skips what was released
+  }
   lock_all_ = false;
   calls_since_sync_ = 0;
   raise_refusal();
@@ -834,7 +894,20 @@ void Window::grant_waiting() {
 void Window::note_grant(int source, std::span<const std::byte> message, size_t position) {
   int answer = wire::take<uint8_t>(message, position);
   int target = rank_of_world(source);
-  if (target >= 0) grant_[target] = answer;
+  if (target < 0) return;
+  std::lock_guard lock(grant_mutex_);
+  if (abandoned_[target]) {
+    abandoned_[target] = 0;
+    if (answer == 1) send_unlock(target);
+    return;
+  }
+  grant_[target] = answer;
+}
+
+void Window::send_unlock(int target) {
+  Bytes message;
+  wire::append<uint32_t>(message, id_);
+  comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);
 }
 
 // ---- target side ----
@@ -847,7 +920,10 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
   Bytes reply = request_header(request);
-  if (!local_exposes(low, high)) return refuse(source, std::move(reply));
+  // A dynamic window's memory may be detached meanwhile: hold its table until we are done.
+  std::unique_lock attached(attachments_mutex_, std::defer_lock);
+  if (dynamic_) attached.lock();
+  if (!exposes_locally(low, high)) return refuse(source, std::move(reply));
   reply.push_back(kAccepted);
   size_t fetched_at = reply.size();
   bool fetching = kind == Kind::FetchAccumulate || kind == Kind::CompareSwap;
@@ -881,7 +957,9 @@ void Window::serve_read(int source, std::span<const std::byte> message, size_t p
   Region region = Region::parse(message, position);
   auto [low, high] = region.extent();
   Bytes reply = request_header(request);
-  if (!local_exposes(low, high)) return refuse(source, std::move(reply));
+  std::unique_lock attached(attachments_mutex_, std::defer_lock);
+  if (dynamic_) attached.lock();
+  if (!exposes_locally(low, high)) return refuse(source, std::move(reply));
   reply.push_back(kAccepted);
   reply.reserve(reply.size() + region.bytes());
   region.for_each_run([&](uint64_t offset, uint64_t length) {

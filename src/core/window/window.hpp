@@ -147,8 +147,11 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment,
   // asking the target once more when the cached table does not cover it).
   bool exposes(int target, int64_t low, int64_t high);
-  // Whether [low, high) of this rank's memory is exposed to a peer's request.
-  bool local_exposes(int64_t low, int64_t high);
+  // Whether [low, high) of this rank's memory is exposed to a peer's request (for a dynamic
+  // window, with attachments_mutex_ held).
+  bool exposes_locally(int64_t low, int64_t high) const;
+  // Whether every element of region can be updated with a lock-free CPU atomic at memory.
+  static bool lock_free_everywhere(ElementType type, const Region& region, const std::byte* memory);
   std::byte* local_address(uint64_t offset);
   // Access and exposure epochs.
   void check_group(const std::vector<int>& group, const char* call) const;
@@ -162,6 +165,7 @@ class Window : public std::enable_shared_from_this<Window> {
   bool passive_access(int target) const { return lock_all_ || held_[target] != 0; }
   bool request_lock(int target, int type, bool try_only, const char* call);
   void release(int target);
+  void send_unlock(int target);
   void complete_target(int target, const char* call);
   void grant_waiting();
   // EpochError unless an access epoch permits a call to target; RangeError if region is out.
@@ -204,6 +208,8 @@ class Window : public std::enable_shared_from_this<Window> {
   std::vector<uint8_t> held_, held_nocheck_;
   bool lock_all_ = false, lock_all_nocheck_ = false;
   std::unique_ptr<std::atomic<int>[]> grant_;  // per target: 0 waiting, 1 granted, 2 denied
+  std::mutex grant_mutex_;                     // orders a late grant against giving up on it
+  std::vector<uint8_t> abandoned_;             // per target: a request given up, grant to return
   // Passive target, target side (touched only while dispatching messages, one at a time).
   struct LockRequest {
     int origin;
