@@ -77,8 +77,9 @@ class Request:
         return self._result
 
     def _finish(self) -> None:
-        # Results that needed a contiguous stand-in are copied back now.
-        for finish in self._window._after_sync.get(self._rank, ()):
+        # Every call to this rank has completed: results that needed a contiguous stand-in are
+        # copied back now, and only now (a later unlock must not copy them again).
+        for finish in self._window._after_sync.pop(self._rank, ()):
             finish()
         self._done = True
 
@@ -316,9 +317,10 @@ class Window:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
         rank = self._rank(target_rank, "get")
         self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
-        out = self._landing(result, rank)
+        out = self._landing(result)
         region = self._region("get", rank, target_disp, target, out)
         self._core.get(rank, _address(out), region)
+        self._keep(rank, result, out)
 
     def accumulate(
         self, origin: Any, target_rank: int, target_disp: int = 0, op: Op = Op.SUM, *, target: Any = None
@@ -350,10 +352,11 @@ class Window:
             raise ValueError(
                 f"rma: win.get_accumulate: origin has {data.size} elements, result {result.size}"
             )
-        out = self._landing(result, rank)
+        out = self._landing(result)
         region = self._region("get_accumulate", rank, target_disp, target, out)
         self._pending[rank].append(data)
         self._core.get_accumulate(rank, int(op), element_type(out.dtype), _address(data), _address(out), region)
+        self._keep(rank, result, out)
 
     def fetch_and_op(
         self, origin: Any, result: np.ndarray, target_rank: int, target_disp: int = 0, op: Op = Op.SUM
@@ -377,12 +380,13 @@ class Window:
         comparand = self._origin(compare, rank, "compare_and_swap", raw_ok=False, dtype=result.dtype)
         self._single(data, "compare_and_swap", "origin")
         self._single(comparand, "compare_and_swap", "compare")
-        out = self._landing(result, rank)
+        out = self._landing(result)
         region = self._region("compare_and_swap", rank, target_disp, None, out)
         self._pending[rank] += [data, comparand]
         self._core.compare_and_swap(
             rank, element_type(out.dtype), _address(data), _address(comparand), _address(out), region
         )
+        self._keep(rank, result, out)
 
     # ---- synchronization ----
 
@@ -614,6 +618,8 @@ class Window:
     def _origin(self, origin: Any, rank: int, call: str, *, raw_ok: bool, dtype: np.dtype | None = None) -> np.ndarray:
         """Return the origin as a C-contiguous array of the right dtype (a copy if needed)."""
         expected = self._target_dtype(rank) if dtype is None else np.dtype(dtype)
+        if isinstance(origin, np.generic):
+            origin = np.asarray(origin)  # a NumPy scalar has a dtype of its own, like an array
         if isinstance(origin, np.ndarray):
             raw = raw_ok and self._target_dtype(rank) == np.uint8
             if origin.dtype != expected and not raw:
@@ -639,15 +645,18 @@ class Window:
                 f"the target window's {expected}"
             )
 
-    def _landing(self, result: np.ndarray, rank: int) -> np.ndarray:
+    @staticmethod
+    def _landing(result: np.ndarray) -> np.ndarray:
         """Return where the core writes a result: `result` itself, or a contiguous stand-in."""
+        return result if result.flags.c_contiguous else np.empty(result.shape, result.dtype)
+
+    def _keep(self, rank: int, result: np.ndarray, out: np.ndarray) -> None:
+        """Keep a result (and its stand-in) until the call completes; only once the core took it,
+        so that a call refused before anything moved copies nothing into `result` later."""
         self._pending[rank].append(result)
-        if result.flags.c_contiguous:
-            return result
-        stand_in = np.empty(result.shape, result.dtype)
-        self._pending[rank].append(stand_in)
-        self._after_sync[rank].append(lambda: np.copyto(result, stand_in))
-        return stand_in
+        if out is not result:
+            self._pending[rank].append(out)
+            self._after_sync[rank].append(lambda: np.copyto(result, out))
 
     @staticmethod
     def _single(array: np.ndarray, call: str, name: str) -> None:
