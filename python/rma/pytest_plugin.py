@@ -186,27 +186,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _restore_sigint()
     config.addinivalue_line(
         "markers",
         "rma(nprocs=1, providers=None, timeout=60): run the test function on nprocs ranks "
         "with a `comm` fixture; lists of nprocs or providers parametrize the test.",
     )
     config.stash[_manager_key] = _Manager(config)
-
-
-def _restore_sigint() -> None:
-    """Give SIGINT back to Python, so that Ctrl-C raises pytest's KeyboardInterrupt.
-
-    Importing rma loads libfabric, whose providers may load libraries that take
-    SIGINT for themselves (libpsm_infinipath does, to exit at once), which would
-    end pytest on Ctrl-C without its report or the cleanup of the workers.
-    """
-    if threading.current_thread() is threading.main_thread():
-        handler = signal.getsignal(signal.SIGINT)
-        if handler is not None:
-            # Re-installing what Python believes is installed restores it at C level.
-            signal.signal(signal.SIGINT, handler)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
