@@ -532,7 +532,7 @@ void FabricTransport::flush_sends(const Deadline& deadline) {
   std::vector<int> everyone(size());
   for (int i = 0; i < size(); ++i) everyone[i] = i;
   wait_until([&] { return sends_outstanding_.load() == 0; }, deadline, everyone,
-             [] { return std::string("waiting for messages to leave"); });
+             [] { return std::string("flush_sends (waiting for its messages to leave)"); });
 }
 
 }  // namespace rma
