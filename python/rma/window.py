@@ -311,7 +311,7 @@ class Window:
         data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
         self._pending[rank].append(data)
-        self._core.put(rank, _address(data), region)
+        self._core.put(rank, data, region)
 
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
@@ -319,7 +319,7 @@ class Window:
         self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
         out = self._landing(result)
         region = self._region("get", rank, target_disp, target, out)
-        self._core.get(rank, _address(out), region)
+        self._core.get(rank, out, region)
         self._keep(rank, result, out)
 
     def accumulate(
@@ -331,7 +331,7 @@ class Window:
         op = check_op(op, data.dtype, "accumulate")
         region = self._region("accumulate", rank, target_disp, target, data)
         self._pending[rank].append(data)
-        self._core.accumulate(rank, int(op), element_type(data.dtype), _address(data), region)
+        self._core.accumulate(rank, int(op), element_type(data.dtype), data, region)
 
     def get_accumulate(
         self,
@@ -355,7 +355,7 @@ class Window:
         out = self._landing(result)
         region = self._region("get_accumulate", rank, target_disp, target, out)
         self._pending[rank].append(data)
-        self._core.get_accumulate(rank, int(op), element_type(out.dtype), _address(data), _address(out), region)
+        self._core.get_accumulate(rank, int(op), element_type(out.dtype), data, out, region)
         self._keep(rank, result, out)
 
     def fetch_and_op(
@@ -384,7 +384,7 @@ class Window:
         region = self._region("compare_and_swap", rank, target_disp, None, out)
         self._pending[rank] += [data, comparand]
         self._core.compare_and_swap(
-            rank, element_type(out.dtype), _address(data), _address(comparand), _address(out), region
+            rank, element_type(out.dtype), data, comparand, out, region
         )
         self._keep(rank, result, out)
 
