@@ -95,8 +95,8 @@ def core_bench() -> list[dict]:
     if cmake is None:
         say("cmake not found: skipping the C++ core column")
         return []
-    if not binary.exists():
-        say("building the C++ core benchmark (once)")
+    if not (build / "CMakeCache.txt").exists():
+        say("configuring the C++ core benchmark (once)")
         ninja = shutil.which("ninja", path=str(bin_dir))
         generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
         subprocess.run(
@@ -104,7 +104,8 @@ def core_bench() -> list[dict]:
              "-DRMA_BUILD_PYTHON=OFF", "-DRMA_BUILD_BENCH=ON"],
             check=True, capture_output=True,
         )
-        subprocess.run([cmake, "--build", str(build), "--target", "core_bench"], check=True, capture_output=True)
+    # Every time: an incremental build, so the column never measures an old core.
+    subprocess.run([cmake, "--build", str(build), "--target", "core_bench"], check=True, capture_output=True)
     return run_job([str(binary)])
 
 

@@ -145,23 +145,17 @@ AddressVector::AddressVector(const Domain& domain, size_t count)
     : Handle(open_av(domain.get(), count), domain.keep_alive(), "address vector") {}
 
 void AddressVector::insert(const std::vector<std::vector<std::byte>>& names) {
-  // FI_AV_TABLE takes a packed array of equal-length names.
-  size_t name_length = names.empty() ? 0 : names.front().size();
-  std::vector<std::byte> packed;
-  packed.reserve(name_length * names.size());
-  for (const auto& name : names) {
-    if (name.size() != name_length) {
-      throw FabricError("fi_av_insert", FI_EINVAL, "endpoint names of different lengths");
+  // One name at a time: names may differ in length (shm's embed the process id, which gains a
+  // digit now and then), so they cannot go as one packed array. FI_AV_TABLE gives the i-th
+  // inserted name the address i, which we check.
+  for (size_t i = 0; i < names.size(); ++i) {
+    fi_addr_t address = FI_ADDR_NOTAVAIL;
+    int inserted = fi_av_insert(get(), names[i].data(), 1, &address, 0, nullptr);
+    check(inserted, "fi_av_insert", "endpoint of rank " + std::to_string(i));
+    if (inserted != 1 || address != static_cast<fi_addr_t>(i)) {
+      throw FabricError("fi_av_insert", FI_EINVAL,
+                        "the endpoint of rank " + std::to_string(i) + " was not taken in rank order");
     }
-    packed.insert(packed.end(), name.begin(), name.end());
-  }
-  std::vector<fi_addr_t> addresses(names.size(), FI_ADDR_NOTAVAIL);
-  int inserted = fi_av_insert(get(), packed.data(), names.size(), addresses.data(), 0, nullptr);
-  check(inserted, "fi_av_insert");
-  if (static_cast<size_t>(inserted) != names.size()) {
-    throw FabricError("fi_av_insert", FI_EINVAL,
-                      std::to_string(inserted) + " of " + std::to_string(names.size()) +
-                          " endpoint names accepted");
   }
 }
 

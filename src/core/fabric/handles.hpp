@@ -94,7 +94,7 @@ class Counter : public Handle<fid_cntr> {
 class AddressVector : public Handle<fid_av> {
  public:
   AddressVector(const Domain& domain, size_t count);
-  // Inserts names in order (each name of the same length); throws unless all were taken.
+  // Inserts names in order (their lengths may differ); throws unless each got its rank's address.
   void insert(const std::vector<std::vector<std::byte>>& names);
 };
 
