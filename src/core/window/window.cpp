@@ -350,6 +350,17 @@ bool Window::native(const Region& region) const {
   return region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
 }
 
+Bytes Window::apply_request(Kind kind, ReduceOp op, ElementType type, const Region& region) {
+  // What serve_apply parses: the request header, kind, op, element type and region; the
+  // caller appends the data.
+  Bytes message = request_header(next_request_++);
+  wire::append<uint8_t>(message, static_cast<uint8_t>(kind));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(op));
+  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
+  region.append_to(message);
+  return message;
+}
+
 void Window::put(int target, const void* data, const Region& region) {
   if (!admit("put", target, region)) return;
   if (std::byte* memory = direct(target)) {
@@ -362,12 +373,8 @@ void Window::put(int target, const void* data, const Region& region) {
                                        RemoteAddress{peers_[target], region.offset()});
     return;
   }
-  // A strided region: one message that the target scatters.
-  Bytes message = request_header(next_request_++);
-  wire::append<uint8_t>(message, static_cast<uint8_t>(Kind::Copy));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(ElementType::Bytes));
-  region.append_to(message);
+  // A small or strided region: one message that the target scatters.
+  Bytes message = apply_request(Kind::Copy, ReduceOp::Replace, ElementType::Bytes, region);
   auto bytes = static_cast<const std::byte*>(data);
   message.insert(message.end(), bytes, bytes + region.bytes());
   send_request("put", kWindowApply, target, std::move(message), nullptr, 0);
@@ -415,11 +422,7 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
     });
     return;
   }
-  Bytes message = request_header(next_request_++);
-  wire::append<uint8_t>(message, static_cast<uint8_t>(result ? Kind::FetchAccumulate : Kind::Accumulate));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(op));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
-  region.append_to(message);
+  Bytes message = apply_request(result ? Kind::FetchAccumulate : Kind::Accumulate, op, type, region);
   if (op != ReduceOp::NoOp) {
     auto bytes = static_cast<const std::byte*>(data);
     message.insert(message.end(), bytes, bytes + region.bytes());
@@ -443,11 +446,7 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
     rma::compare_and_swap(type, memory + region.offset(), compare, data, result);
     return;
   }
-  Bytes message = request_header(next_request_++);
-  wire::append<uint8_t>(message, static_cast<uint8_t>(Kind::CompareSwap));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(ReduceOp::Replace));
-  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
-  region.append_to(message);
+  Bytes message = apply_request(Kind::CompareSwap, ReduceOp::Replace, type, region);
   auto operand = static_cast<const std::byte*>(data);
   auto comparand = static_cast<const std::byte*>(compare);
   message.insert(message.end(), operand, operand + region.bytes());

@@ -176,6 +176,7 @@ class Window : public std::enable_shared_from_this<Window> {
   void refuse(int source, Bytes reply);
   void raise_refusal();  // throws RangeError if a target refused one of our requests
   Bytes request_header(uint64_t request) const;
+  Bytes apply_request(Kind kind, ReduceOp op, ElementType type, const Region& region);
   void complete_all(const char* call);
   std::string where(const char* call, int target) const;
 
