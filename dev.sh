@@ -69,7 +69,7 @@ case "${1:-}" in
       # memory, so that both transports stay tested.
       echo "dev.sh: the window suites again with RMA_TRANSPORT=libfabric"
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
-        tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py
+        tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py
     fi
     ;;
   bench)

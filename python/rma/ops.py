@@ -85,6 +85,16 @@ _ELEMENT_TYPES = {
     np.dtype(np.complex128): 12,
 }
 BYTES_TYPE = 13  # any other fixed-size dtype: put and get only
+# The dtype objects of the element types, in their order: NumPy makes arrays of these dtypes
+# point at these very objects, which lets the core's fast path recognise a dtype by identity.
+ELEMENT_DTYPES = sorted(_ELEMENT_TYPES, key=_ELEMENT_TYPES.__getitem__)
+_CANONICAL = {dtype: dtype for dtype in _ELEMENT_TYPES}
+
+
+def canonical_dtype(dtype: np.dtype) -> np.dtype:
+    """Return the element type's own dtype object if `dtype` equals one (e.g. once unpickled)."""
+    return _CANONICAL.get(dtype, dtype)
+
 
 _INTEGERS = {np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)}
 _FLOATS = {np.dtype(np.float32), np.dtype(np.float64)}

@@ -26,7 +26,18 @@ from ._native import _core
 from .comm import Comm
 from .errors import EpochError, RMAError, TargetRangeError
 from .group import Group
-from .ops import COMPARE_TYPES, LOCK_EXCLUSIVE, LOCK_SHARED, PROC_NULL, Mode, Op, check_op, element_type
+from .ops import (
+    COMPARE_TYPES,
+    ELEMENT_DTYPES,
+    LOCK_EXCLUSIVE,
+    LOCK_SHARED,
+    PROC_NULL,
+    Mode,
+    Op,
+    canonical_dtype,
+    check_op,
+    element_type,
+)
 
 __all__ = ["Window", "Request"]
 
@@ -237,7 +248,11 @@ class Window:
         window._disp_unit = unit
         window._info = hints
         window._transport = "shared-memory" if shared else "libfabric"
-        window._layout = [(tuple(shape), np.dtype(dt), u) for shape, dt, u in layout]
+        window._layout = [(tuple(shape), canonical_dtype(np.dtype(dt)), u) for shape, dt, u in layout]
+        # Calls to a shared window first try the core's fast path (it declines anything unusual).
+        window._direct = _core.DirectCalls(
+            core, [(dt, u, dt == np.uint8) for _, dt, u in window._layout], ELEMENT_DTYPES
+        )
         # By target rank: arrays in use by calls not yet completed, and the copies into
         # non-contiguous results to make once their data is there.
         window._pending = collections.defaultdict(list)
@@ -307,6 +322,8 @@ class Window:
 
     def put(self, origin: Any, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start writing `origin` into `target_rank`'s window; it lands by the next synchronization."""
+        if target is None and self._direct.put(origin, target_rank, target_disp):
+            return
         rank = self._rank(target_rank, "put")
         data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
@@ -315,6 +332,8 @@ class Window:
 
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
+        if target is None and self._direct.get(result, target_rank, target_disp):
+            return
         rank = self._rank(target_rank, "get")
         self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
         out = self._landing(result)
@@ -326,6 +345,8 @@ class Window:
         self, origin: Any, target_rank: int, target_disp: int = 0, op: Op = Op.SUM, *, target: Any = None
     ) -> None:
         """Start combining `origin` into `target_rank`'s window element by element with `op`."""
+        if target is None and self._direct.get_accumulate(origin, None, target_rank, target_disp, op):
+            return
         rank = self._rank(target_rank, "accumulate")
         data = self._origin(origin, rank, "accumulate", raw_ok=self._by_displacement(target, "accumulate"))
         op = check_op(op, data.dtype, "accumulate")
@@ -344,6 +365,8 @@ class Window:
         target: Any = None,
     ) -> None:
         """Start combining `origin` into the target with `op`, fetching the old values into `result`."""
+        if target is None and self._direct.get_accumulate(origin, result, target_rank, target_disp, op):
+            return
         rank = self._rank(target_rank, "get_accumulate")
         self._check_result(result, rank, "get_accumulate", raw_ok=self._by_displacement(target, "get_accumulate"))
         data = self._origin(origin, rank, "get_accumulate", raw_ok=False, dtype=result.dtype)
@@ -362,6 +385,8 @@ class Window:
         self, origin: Any, result: np.ndarray, target_rank: int, target_disp: int = 0, op: Op = Op.SUM
     ) -> None:
         """Start applying `op` with `origin` to one target element, fetching its old value into `result`."""
+        if self._direct.fetch_and_op(origin, result, target_rank, target_disp, op):
+            return
         self._single(result, "fetch_and_op", "result")
         data = np.asarray(origin, dtype=result.dtype) if not isinstance(origin, np.ndarray) else origin
         self._single(data, "fetch_and_op", "origin")
@@ -371,6 +396,8 @@ class Window:
         self, origin: Any, compare: Any, result: np.ndarray, target_rank: int, target_disp: int = 0
     ) -> None:
         """Start replacing one target element by `origin` if it equals `compare`; fetch the old value."""
+        if self._direct.compare_and_swap(origin, compare, result, target_rank, target_disp):
+            return
         rank = self._rank(target_rank, "compare_and_swap")
         self._single(result, "compare_and_swap", "result")
         self._check_result(result, rank, "compare_and_swap", raw_ok=True)
@@ -465,6 +492,8 @@ class Window:
 
     def flush(self, rank: int) -> None:
         """Complete every call to `rank` so far, at the origin and at `rank` (passive epochs)."""
+        if not self._pending and self._direct.flush(rank):
+            return  # every call was direct: complete already
         rank = self._rank(rank, "flush")
         self._synchronized(lambda: self._core.flush(rank), rank)
 

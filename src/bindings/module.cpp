@@ -9,6 +9,7 @@ void register_errors(py::module_& m);
 void register_runtime(py::module_& m);
 void register_communicator(py::module_& m);
 void register_window(py::module_& m);
+void register_direct_calls(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Private extension of rma: the C++ core. Use the public API of the rma package.";
@@ -16,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
   register_runtime(m);
   register_communicator(m);
   register_window(m);
+  register_direct_calls(m);
 }

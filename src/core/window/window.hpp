@@ -84,6 +84,20 @@ class Window : public std::enable_shared_from_this<Window> {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare,
                         void* result, const Region& region);
 
+  // The direct path alone, for Python's most frequent calls (window_direct.cpp): a shared
+  // window, one contiguous run of `bytes` bytes at byte `offset` of target's memory, an epoch
+  // that admits the call without waiting. True when done (complete at target, like every
+  // direct call); false, with nothing done or counted, when the call needs the general path
+  // above, which also raises the errors.
+  bool put_direct(int target, const void* data, uint64_t offset, uint64_t bytes);
+  bool get_direct(int target, void* out, uint64_t offset, uint64_t bytes);
+  bool get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data,
+                             void* result, uint64_t offset, uint64_t bytes);
+  bool compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
+                               void* result, uint64_t offset);
+  // flush(target) when nothing to target can be in flight (every call so far was direct).
+  bool flush_direct(int target);
+
   // Collective: completes every operation of the ending epoch (at origin and target), then
   // opens a new access and exposure epoch unless mode has kModeNoSucceed.
   void fence(int mode);
@@ -142,6 +156,9 @@ class Window : public std::enable_shared_from_this<Window> {
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, bool dynamic,
                                            std::shared_ptr<SharedSegment> segment = nullptr);
+  // Where a direct call may write: target's mapped memory + offset, when the epoch admits the
+  // call at once and [offset, offset + bytes) lies inside; null for the general path.
+  std::byte* admit_direct(int target, uint64_t offset, uint64_t bytes);
   // target's memory as mapped here (a shared window), or null: use the fabric.
   std::byte* direct(int target) const;
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment,

@@ -1,0 +1,87 @@
+// The direct path on its own: what a call to a shared window costs when nothing about it needs
+// the general path (window.cpp). Python tries these first (src/bindings/register_direct_calls.cpp),
+// so a small put or fetch_and_op from Python is a bounds check and a memcpy or one CPU atomic.
+// Anything unusual (a strided region, PROC_NULL, a post not yet seen, an error to raise)
+// returns false before touching anything, and the general path takes the call from the start.
+#include <cstring>
+
+#include "runtime/runtime.hpp"
+#include "window/window.hpp"
+
+namespace rma {
+
+std::byte* Window::admit_direct(int target, uint64_t offset, uint64_t bytes) {
+  if (segments_.empty() || freed_ || target < 0 || target >= size() || bytes == 0) return nullptr;
+  if (!comm_->runtime().active()) return nullptr;
+  bool admitted = passive_access(target) ||
+                  (access_open_ ? in_access_group_[target] && (access_nocheck_ || post_matched_[target])
+                                : fence_epoch_);
+  if (!admitted) return nullptr;
+  uint64_t length = peers_[target].length;
+  if (offset > length || bytes > length - offset) return nullptr;
+  ++calls_since_sync_;
+  return segments_[target]->data() + offset;
+}
+
+bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
+  std::byte* to = admit_direct(target, offset, bytes);
+  if (to == nullptr) return false;
+  std::memmove(to, data, bytes);  // the origin may be part of this very window
+  return true;
+}
+
+bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
+  std::byte* from = admit_direct(target, offset, bytes);
+  if (from == nullptr) return false;
+  std::memmove(out, from, bytes);
+  return true;
+}
+
+namespace {
+// Whether elements of type at `to` take a lock-free CPU atomic (the same test as
+// Window::lock_free_everywhere, for one contiguous run).
+bool atomic_at(ElementType type, const std::byte* base, uint64_t offset) {
+  size_t size = element_size(type);
+  return size != 0 && lock_free_type(type) && (reinterpret_cast<uintptr_t>(base) + offset) % size == 0;
+}
+}  // namespace
+
+bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data,
+                                   void* result, uint64_t offset, uint64_t bytes) {
+  size_t element = element_size(type);
+  if (element == 0 || bytes % element != 0 || !op_fits(op, type)) return false;
+  // Check before admitting, so that a refusal leaves nothing counted.
+  if (segments_.empty() || target < 0 || target >= size() ||
+      !atomic_at(type, segments_[target]->data(), offset)) {
+    return false;
+  }
+  std::byte* to = admit_direct(target, offset, bytes);
+  if (to == nullptr) return false;
+  apply_reduce(op, type, element, to, op == ReduceOp::NoOp ? nullptr : data, result, bytes / element);
+  return true;
+}
+
+bool Window::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
+                                     void* result, uint64_t offset) {
+  size_t element = element_size(type);
+  bool comparable = type != ElementType::Bytes && type != ElementType::Float32 && type != ElementType::Float64 &&
+                    type != ElementType::Complex64 && type != ElementType::Complex128;
+  if (!comparable || segments_.empty() || target < 0 || target >= size() ||
+      !atomic_at(type, segments_[target]->data(), offset)) {
+    return false;
+  }
+  std::byte* to = admit_direct(target, offset, element);
+  if (to == nullptr) return false;
+  rma::compare_and_swap(type, to, compare, data, result);
+  return true;
+}
+
+bool Window::flush_direct(int target) {
+  if (segments_.empty() || freed_ || target < 0 || target >= size() || !passive_access(target)) return false;
+  if (outstanding_to_[target].load() != 0) return false;  // (shared windows are never dynamic: no refusals)
+  // Direct calls completed as they were made; the fence orders them before what follows.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return true;
+}
+
+}  // namespace rma

@@ -1,0 +1,156 @@
+"""The fast path of calls to shared windows (_core.DirectCalls, window/window_direct.cpp).
+
+rma.Window's calls first offer their arguments to the fast path; it takes only plain
+arguments (C-contiguous arrays of the target's dtype, int ranks and displacements) and
+declines the rest, which the general path then handles. These tests check that both paths
+give the same data, that contention stays exact through the fast path, and that every call
+the fast path declines still raises its error. CI also runs them with RMA_TRANSPORT=libfabric,
+where the fast path declines everything.
+"""
+
+import numpy as np
+import pytest
+
+import rma
+
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm"])
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_raw_window_counter_through_typed_atomics(comm):
+    # A uint8 window addressed by byte displacement takes int64 operands (the benchmark's form).
+    win = rma.Window.allocate(comm, 64, np.uint8)
+    one, fetched = np.ones(1, np.int64), np.zeros(1, np.int64)
+    tickets = []
+    with win.lock_all():
+        for _ in range(100):
+            win.fetch_and_op(one, fetched, 0, 8)
+            win.flush(0)
+            tickets.append(int(fetched[0]))
+    everyone = sorted(t for mine in comm.allgather(tickets) for t in mine)
+    assert everyone == list(range(100 * comm.size))  # each ticket handed out once
+    comm.barrier()
+    if comm.rank == 0:
+        assert win.local[8:16].view(np.int64)[0] == 100 * comm.size
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_compare_and_swap_elects_one_rank(comm):
+    win = rma.Window.allocate(comm, 4, np.int64)
+    mine, free, old = np.array([comm.rank + 1], np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
+    with win.lock_all():
+        win.compare_and_swap(mine, free, old, 0, 2)
+        win.flush(0)
+    winners = [rank for rank, was in enumerate(comm.allgather(int(old[0]))) if was == 0]
+    assert len(winners) == 1
+    comm.barrier()
+    if comm.rank == 0:
+        assert win.local[2] == winners[0] + 1
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_fast_and_general_paths_agree(comm):
+    # The same calls once with contiguous arrays (fast path) and once with strided views of
+    # the same values (general path), into two halves of every rank's window.
+    n = 6
+    win = rma.Window.allocate(comm, 4 * n, np.float64)
+    peer = (comm.rank + 1) % comm.size
+    values = np.arange(n, dtype=np.float64) + 10 * comm.rank
+    strided = np.zeros(2 * n)[::2]
+    strided[:] = values
+    with win.fence():
+        win.put(values, peer, 0)
+        win.put(strided, peer, n)
+        win.accumulate(values, peer, 2 * n, op=rma.MAX)
+        win.accumulate(strided, peer, 3 * n, op=rma.MAX)
+    got, got_strided = np.zeros(4 * n), np.zeros(8 * n)[::2]
+    with win.fence():
+        win.get(got, peer)
+        win.get(got_strided, peer)  # a non-contiguous result: filled at the fence
+    np.testing.assert_array_equal(got, got_strided)
+    np.testing.assert_array_equal(got[:n], values)
+    np.testing.assert_array_equal(got[n : 2 * n], values)
+    np.testing.assert_array_equal(got[2 * n :], np.concatenate([values, values]))
+    win.free()
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_flush_finishes_a_general_path_result(comm):
+    # A strided result needs a copy at flush; flush must not take the fast path past it.
+    win = rma.Window.allocate(comm, 8, np.int32)
+    win.local[:] = np.arange(8) + 100 * comm.rank
+    comm.barrier()
+    peer = comm.size - 1 - comm.rank
+    result = np.zeros(16, np.int32)
+    with win.lock(peer, rma.LOCK_SHARED):
+        win.get(result[::2], peer)
+        win.flush(peer)
+        np.testing.assert_array_equal(result[::2], np.arange(8) + 100 * peer)
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3])
+def test_overlapping_put_into_own_window(comm):
+    win = rma.Window.allocate(comm, 16, np.int64)
+    win.local[:] = np.arange(16)
+    with win.lock(comm.rank):
+        win.put(win.local[0:8], comm.rank, 4)  # origin and target overlap
+    np.testing.assert_array_equal(win.local, np.concatenate([np.arange(4), np.arange(8), np.arange(12, 16)]))
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2])
+def test_large_put_and_get(comm):
+    # Copies from 256 KiB on let other Python threads run; the data must not care.
+    count = 1 << 18  # 2 MiB of float64
+    win = rma.Window.allocate(comm, count, np.float64)
+    peer = (comm.rank + 1) % comm.size
+    data = np.random.default_rng(comm.rank).random(count)
+    with win.lock(peer):
+        win.put(data, peer)
+        win.flush(peer)
+        back = np.empty_like(data)
+        win.get(back, peer)
+    np.testing.assert_array_equal(back, data)
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2])
+def test_declined_calls_raise_their_errors(comm):
+    win = rma.Window.allocate(comm, 4, np.float64)
+    peer = comm.size - 1
+    one, two = np.ones(1), np.ones(2)
+    with pytest.raises(rma.EpochError):
+        win.put(one, peer)  # no epoch
+    with win.lock_all():
+        with pytest.raises(rma.TargetRangeError):
+            win.put(np.ones(5), peer)
+        with pytest.raises(rma.TargetRangeError):
+            win.get(one.copy(), peer, 4)
+        with pytest.raises(TypeError, match="dtype"):
+            win.put(np.ones(1, np.float32), peer)
+        with pytest.raises(TypeError, match="BAND"):
+            win.accumulate(one, peer, op=rma.BAND)
+        with pytest.raises(ValueError, match="exactly one element"):
+            win.fetch_and_op(two, two.copy(), peer)
+        readonly = np.zeros(1)
+        readonly.flags.writeable = False
+        with pytest.raises(ValueError, match="not writable"):
+            win.get(readonly, peer)
+        with pytest.raises(ValueError, match="not a rank"):
+            win.put(one, comm.size)
+        with pytest.raises(TypeError, match="compare_and_swap"):
+            win.compare_and_swap(one, one, one.copy(), peer)  # floats cannot be compared
+        win.put(one, rma.PROC_NULL)  # declined by the fast path, a no-op on the general one
+        win.put(one, np.int64(peer))  # a NumPy integer rank works (general path)
+        win.flush(peer)
+    comm.barrier()
+    win.free()
+    with pytest.raises(rma.RMAError, match="freed"):
+        win.put(one, peer)
