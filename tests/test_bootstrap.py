@@ -102,6 +102,37 @@ def test_a_dead_rank_becomes_peer_error_not_a_hang(store):
         assert "rank 2 died" in message and "comm.barrier" in message
 
 
+@pytest.mark.parametrize("wait", ["fence", "wait"])
+def test_a_dead_rank_ends_waits_in_shared_memory(store, wait):
+    # A shared window's fence and PSCW wait sleep on a futex, not on messages: they must
+    # still notice a rank that died.
+    code = f"""
+        import numpy as np
+        comm = rma.init()
+        win = rma.Window.allocate(comm, 4, np.int64)
+        assert win.transport == "shared-memory"
+        if "{wait}" == "wait" and comm.rank != 2:
+            win.post([2])
+        comm.barrier()
+        if comm.rank == 2:
+            os._exit(3)
+        start = time.monotonic()
+        try:
+            win.{wait}()
+        except rma.PeerError as error:
+            print(f"{{time.monotonic() - start:.2f}}", error)
+            sys.exit(0)
+        sys.exit(1)
+    """
+    results = finish(start_ranks(code, 3, store, extra_env={"RMA_TIMEOUT": "60"}), timeout=30)
+    assert results[2][0] == 3
+    for status, out, err in results[:2]:
+        assert status == 0, err
+        seconds, message = out.split(maxsplit=1)
+        assert float(seconds) < 5
+        assert "rank 2 died" in message and f"win.{wait}" in message
+
+
 def test_a_blocked_call_times_out_with_rma_timeout(store):
     code = """
         comm = rma.init()

@@ -242,6 +242,7 @@ class Window:
         window = object.__new__(cls)
         window._core = core
         window._comm = comm
+        window._size = comm.size
         window._local = local
         window._owner = owner  # keeps the memory alive as long as the window
         window._flavor = flavor
@@ -423,8 +424,15 @@ class Window:
         As a context manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.
         """
         self._check_open("fence")
-        self._synchronized(lambda: self._core.fence(_mode(mode, "fence")))
-        return _Epoch(self, lambda: self.fence(Mode.NOSUCCEED))
+        mode = _mode(mode, "fence")
+        if self._pending:
+            self._synchronized(lambda: self._core.fence(mode))
+        else:
+            self._core.fence(mode)
+        return _Epoch(self, self._end_fence_epoch)
+
+    def _end_fence_epoch(self) -> None:
+        self.fence(Mode.NOSUCCEED)
 
     def post(self, group: Any, mode: int = 0) -> _Epoch:
         """Open an exposure epoch for the origins in `group`; returns at once.
@@ -448,7 +456,10 @@ class Window:
     def complete(self) -> None:
         """End the access epoch: its calls have completed at the origin and at the targets."""
         self._check_open("complete")
-        self._synchronized(self._core.complete)
+        if self._pending:
+            self._synchronized(self._core.complete)
+        else:
+            self._core.complete()
 
     def wait(self) -> None:
         """End the exposure epoch once every origin of the post group has called complete()."""
@@ -475,7 +486,10 @@ class Window:
     def unlock(self, rank: int) -> None:
         """Complete this epoch's calls to `rank` (there too) and release its lock."""
         rank = self._rank(rank, "unlock", allow_null=False)
-        self._synchronized(lambda: self._core.unlock(rank), rank)
+        if rank in self._pending:
+            self._synchronized(lambda: self._core.unlock(rank), rank)
+        else:
+            self._core.unlock(rank)
 
     def lock_all(self, mode: int = 0) -> _Epoch:
         """Take a shared lock on every rank; as a context manager, the exit calls unlock_all()."""
@@ -620,9 +634,9 @@ class Window:
             raise TypeError(f"rma: win.{call}: a rank must be an integer, not {type(rank).__name__}") from None
         if rank == PROC_NULL and allow_null:
             return rank
-        if not 0 <= rank < self._comm.size:
+        if not 0 <= rank < self._size:
             raise ValueError(
-                f"rma: win.{call}: rank {rank} is not a rank of the window (size {self._comm.size})"
+                f"rma: win.{call}: rank {rank} is not a rank of the window (size {self._size})"
             )
         return rank
 
@@ -820,6 +834,8 @@ def _transport(comm: Comm) -> str:
 
 def _group(group: Any, call: str) -> list[int]:
     """Return the ranks of an rma.Group or of any iterable of ranks."""
+    if type(group) is list and all(type(rank) is int for rank in group) and len(set(group)) == len(group):
+        return group  # distinct ints: the core checks their range
     if isinstance(group, Group):
         return list(group.ranks)
     try:
@@ -836,11 +852,16 @@ def _lock_type(lock_type: Any) -> int:
     return int(lock_type)
 
 
+_ALL_MODES = int(Mode.NOCHECK | Mode.NOSTORE | Mode.NOPUT | Mode.NOPRECEDE | Mode.NOSUCCEED)
+
+
 def _mode(mode: Any, call: str) -> int:
+    if type(mode) is int and not mode & ~_ALL_MODES:
+        return mode
     try:
         value = operator.index(mode)
     except TypeError:
         raise TypeError(f"rma: win.{call}: mode must be rma.Mode flags or 0, not {type(mode).__name__}") from None
-    if value & ~int(Mode.NOCHECK | Mode.NOSTORE | Mode.NOPUT | Mode.NOPRECEDE | Mode.NOSUCCEED):
+    if value & ~_ALL_MODES:
         raise ValueError(f"rma: win.{call}: mode {value} is not a combination of rma.Mode flags")
     return value

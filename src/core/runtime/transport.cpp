@@ -8,7 +8,8 @@
 namespace rma {
 
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline,
-                           std::span<const int> watch, const std::function<std::string()>& what) {
+                           std::span<const int> watch, const std::function<std::string()>& what,
+                           Bell* bell) {
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
@@ -28,6 +29,8 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     }
     if (busy) {
       backoff.reset();
+    } else if (bell != nullptr && backoff.sleeping()) {
+      bell->sleep_unless(done, kBellCheck);
     } else {
       backoff.idle();
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bell.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/peer_status.hpp"
 #include "runtime/waiting.hpp"
@@ -90,9 +91,13 @@ class Transport {
   virtual bool progress() = 0;
 
   // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
-  // TimeoutError at the deadline; `what` names the waiting call for those messages.
+  // TimeoutError at the deadline; `what` names the waiting call for those messages. With a
+  // bell (when whoever makes done() true rings it), a long wait sleeps on the bell instead
+  // of polling, waking at least every kBellCheck for those checks.
   void wait_until(const std::function<bool()>& done, const Deadline& deadline,
-                  std::span<const int> watch, const std::function<std::string()>& what);
+                  std::span<const int> watch, const std::function<std::string()>& what,
+                  Bell* bell = nullptr);
+  static constexpr std::chrono::microseconds kBellCheck{20'000};
 
  private:
   int rank_, size_;

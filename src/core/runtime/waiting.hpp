@@ -34,6 +34,8 @@ class Backoff {
         max_sleep_us_(max_sleep_us) {}
   void idle();
   void reset() { idle_since_ = Clock::time_point{}; sleep_us_ = kFirstSleepUs; }
+  // Whether idle() has reached its sleeping phase (past spinning and yielding).
+  bool sleeping() const { return idle_since_ != Clock::time_point{} && Clock::now() - idle_since_ >= yield_; }
 
  private:
   static constexpr int kFirstSleepUs = 16;

@@ -15,6 +15,7 @@ struct Published {
   uint32_t next_id;
   RegionDescriptor region;
   char segment[64];  // a shared window's segment name, else empty
+  char control[64];  // a shared window's control block name, else empty
 };
 
 // Applies visit(local pointer, window pointer, length) to each run of region in peer memory.
@@ -75,8 +76,13 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank());
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
-  Published mine{service.next_id(), {}, {}};
-  if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
+  Published mine{service.next_id(), {}, {}, {}};
+  std::shared_ptr<SharedSegment> control_block;
+  if (segment) {
+    std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
+    control_block = SharedControl::create_block(own->size());
+    std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
+  }
   if (bytes > 0) {
     registration = runtime.transport().register_region(base, bytes);
     mine.region = registration->descriptor();
@@ -84,7 +90,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)));
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
-  std::vector<std::shared_ptr<SharedSegment>> segments;
+  std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
   for (size_t r = 0; r < entries.size(); ++r) {
     Published theirs;
     std::memcpy(&theirs, entries[r].data(), sizeof theirs);
@@ -94,9 +100,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
       throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
     }
     if (segment) {
-      segments.push_back(static_cast<int>(r) == own->rank()
-                             ? segment
-                             : SharedSegment::open(theirs.segment, theirs.region.length));
+      bool mine_now = static_cast<int>(r) == own->rank();
+      segments.push_back(mine_now ? segment : SharedSegment::open(theirs.segment, theirs.region.length));
+      control_blocks.push_back(mine_now ? control_block
+                                        : SharedSegment::open(theirs.control, SharedControl::bytes(own->size())));
     }
   }
   service.id_taken(id);
@@ -110,11 +117,17 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   int members = own->size();
   window->in_access_group_.assign(members, 0);
   window->post_matched_.assign(members, 0);
-  window->posts_seen_.reset(new std::atomic<uint64_t>[members]);
-  window->completes_seen_.reset(new std::atomic<uint64_t>[members]);
-  for (int r = 0; r < members; ++r) {
-    window->posts_seen_[r] = 0;
-    window->completes_seen_[r] = 0;
+  if (segment) {
+    window->control_ = std::make_unique<SharedControl>(std::move(control_blocks), own->rank());
+    window->posts_seen_ = window->control_->posts(own->rank());
+    window->completes_seen_ = window->control_->completes(own->rank());
+  } else {
+    window->notice_counters_.reset(new std::atomic<uint64_t>[2 * members]);
+    for (int r = 0; r < 2 * members; ++r) window->notice_counters_[r] = 0;
+    window->posts_seen_ = window->notice_counters_.get();
+    window->completes_seen_ = window->notice_counters_.get() + members;
+    window->lock_queue_memory_.reset(new std::byte[LockQueue::bytes(members)]);
+    window->lock_queue_ = LockQueue::make(window->lock_queue_memory_.get(), members);
   }
   window->posts_used_.assign(members, 0);
   window->completes_used_.assign(members, 0);
@@ -131,7 +144,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.
   own->barrier();
-  if (segment) segment->unlink();
+  if (segment) {
+    segment->unlink();
+    control_block->unlink();
+  }
   return window;
 }
 
@@ -460,7 +476,10 @@ void Window::complete_all(const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores are visible before what follows
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  for (int member : comm_->members()) transport.flush(member, deadline);
+  // (A shared window issues no one-sided fabric operations: its direct calls are complete.)
+  if (!control_) {
+    for (int member : comm_->members()) transport.flush(member, deadline);
+  }
   transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
                        [&] { return where(call, -1) + " (waiting for its operations to complete)"; });
 }
@@ -486,7 +505,15 @@ void Window::fence(int mode) {
                      std::to_string(calls_since_sync_) + " did");
   }
   complete_all("fence");
-  comm_->barrier();
+  if (control_) {
+    // Everyone's direct stores are done: meet in shared memory.
+    uint32_t round = control_->arrive();
+    comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
+                                            comm_->members(), [&] { return where("fence", -1) + " (waiting for the other ranks to fence)"; },
+                                            own_bell());
+  } else {
+    comm_->barrier();
+  }
   calls_since_sync_ = 0;
   fence_epoch_ = !(mode & kModeNoSucceed);
   raise_refusal();
@@ -545,6 +572,11 @@ int Window::rank_of_world(int world_rank) const {
 }
 
 void Window::notify(uint16_t handler, const std::vector<int>& ranks) {
+  if (control_) {
+    auto counters = handler == kWindowPost ? &SharedControl::posts : &SharedControl::completes;
+    for (int rank : ranks) control_->notify(counters, rank);
+    return;
+  }
   Bytes message;
   wire::append<uint32_t>(message, id_);
   for (int rank : ranks) comm_->runtime().transport().send(comm_->members()[rank], handler, message);
@@ -588,7 +620,8 @@ void Window::consume_post(int target, const char* call) {
       watch, [&] {
         return where(call, target) + " in the access epoch of win.start(" + ranks_text(access_group_) +
                ") (waiting for rank " + std::to_string(target) + " to call win.post)";
-      });
+      },
+      own_bell());
   ++posts_used_[target];
   post_matched_[target] = 1;
 }
@@ -603,7 +636,9 @@ void Window::complete() {
   for (int target : access_group_) consume_post(target, "complete");
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  for (int target : access_group_) transport.flush(comm_->members()[target], deadline);
+  if (!control_) {
+    for (int target : access_group_) transport.flush(comm_->members()[target], deadline);
+  }
   transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
                        [&] { return where("complete", -1) + " (waiting for its operations to complete)"; });
   if (!access_nocheck_) notify(kWindowComplete, access_group_);
@@ -634,7 +669,7 @@ void Window::wait() {
       }
       return where("wait", -1) + " for the exposure epoch of win.post(" + ranks_text(exposure_group_) +
              ") (still waiting for win.complete from ranks " + ranks_text(missing) + ")";
-    });
+    }, own_bell());
     for (int origin : exposure_group_) ++completes_used_[origin];
   }
   exposure_open_ = false;
@@ -665,7 +700,7 @@ void Window::complete_target(int target, const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  transport.flush(comm_->members()[target], deadline);
+  if (!control_) transport.flush(comm_->members()[target], deadline);
   std::vector<int> watch{comm_->members()[target]};
   transport.wait_until([&] { return outstanding_to_[target].load() == 0; }, deadline, watch,
                        [&] { return where(call, target) + " (waiting for its calls to complete)"; });
@@ -701,6 +736,12 @@ bool Window::request_lock(int target, int type, bool try_only, const char* call)
   if (held_[target] || lock_all_) {
     throw EpochError("rma: " + where(call, target) + ": this rank already holds a lock on rank " +
                      std::to_string(target) + " in this epoch (a second lock on one target)");
+  }
+  if (control_) {
+    if (request_shared_lock(target, type, try_only, call) != 1) return false;
+    held_[target] = static_cast<uint8_t>(type);
+    held_nocheck_[target] = 0;
+    return true;
   }
   grant_[target] = 0;
   Bytes message;
@@ -753,6 +794,46 @@ void Window::lock(int target, int type, int mode) {
 }
 
 bool Window::try_lock(int target, int type) { return request_lock(target, type, true, "lock"); }
+
+int Window::request_shared_lock(int target, int type, bool try_only, const char* call) {
+  // The origin queues itself in the target's lock queue; whoever grants it (itself, or the
+  // holder that unlocks) sets its grant word and rings its bell.
+  std::atomic<uint32_t>& grant = control_->grants(target)[rank()];
+  grant.store(0);
+  control_->with_queue(target, [&](LockQueue& queue) {
+    if (try_only && !queue.free_for(type)) {
+      grant.store(2);
+      return;
+    }
+    queue.enqueue(rank(), type);
+    queue.grant_waiting([&](int origin) {
+      control_->grants(target)[origin].store(1);
+      control_->bell(origin).ring();
+    });
+  });
+  std::vector<int> watch{comm_->members()[target]};
+  try {
+    comm_->runtime().transport().wait_until([&] { return grant.load() != 0; }, comm_->runtime().deadline(), watch, [&] {
+      return where(call, target) + " (waiting for the " + (type == kLockExclusive ? "exclusive" : "shared") +
+             " lock on rank " + std::to_string(target) + ", held by another rank)";
+    }, own_bell());
+  } catch (...) {
+    // Given up (deadline, interrupt): leave the queue, or hand back a grant that came meanwhile.
+    control_->with_queue(target, [&](LockQueue& queue) {
+      if (!queue.withdraw(rank())) release_from(queue, target);
+    });
+    throw;
+  }
+  return static_cast<int>(grant.load());
+}
+
+void Window::release_from(LockQueue& queue, int target) {
+  queue.release(rank());
+  queue.grant_waiting([&](int origin) {
+    control_->grants(target)[origin].store(1);
+    control_->bell(origin).ring();
+  });
+}
 
 void Window::release(int target) {
   complete_target(target, "unlock");
@@ -845,9 +926,7 @@ void Window::serve_lock(int source, std::span<const std::byte> message, size_t p
   int origin = rank_of_world(source);
   if (origin < 0) return;
   if (try_only) {
-    bool free_now = lock_queue_.empty() && exclusive_holder_ < 0 &&
-                    (type == kLockShared || shared_holders_ == 0);
-    if (!free_now) {
+    if (!lock_queue_->free_for(type)) {
       Bytes answer;
       wire::append<uint32_t>(answer, id_);
       wire::append<uint8_t>(answer, 2);
@@ -855,39 +934,24 @@ void Window::serve_lock(int source, std::span<const std::byte> message, size_t p
       return;
     }
   }
-  lock_queue_.push_back({origin, type});
+  lock_queue_->enqueue(origin, type);
   grant_waiting();
 }
 
 void Window::serve_unlock(int source, std::span<const std::byte>, size_t) {
   int origin = rank_of_world(source);
-  if (exclusive_holder_ == origin) {
-    exclusive_holder_ = -1;
-  } else if (shared_holders_ > 0) {
-    --shared_holders_;
-  }
+  if (origin < 0) return;
+  lock_queue_->release(origin);
   grant_waiting();
 }
 
 void Window::grant_waiting() {
-  // First come, first served: the head is granted when compatible; a waiting exclusive request
-  // holds back the shared requests behind it, so a stream of readers cannot starve a writer.
-  while (!lock_queue_.empty()) {
-    LockRequest head = lock_queue_.front();
-    if (exclusive_holder_ >= 0) return;
-    if (head.type == kLockExclusive) {
-      if (shared_holders_ > 0) return;
-      exclusive_holder_ = head.origin;
-    } else {
-      ++shared_holders_;
-    }
-    lock_queue_.pop_front();
+  lock_queue_->grant_waiting([&](int origin) {
     Bytes answer;
     wire::append<uint32_t>(answer, id_);
     wire::append<uint8_t>(answer, 1);
-    comm_->runtime().transport().send(comm_->members()[head.origin], kWindowGrant, answer);
-    if (head.type == kLockExclusive) return;
-  }
+    comm_->runtime().transport().send(comm_->members()[origin], kWindowGrant, answer);
+  });
 }
 
 void Window::note_grant(int source, std::span<const std::byte> message, size_t position) {
@@ -904,6 +968,10 @@ void Window::note_grant(int source, std::span<const std::byte> message, size_t p
 }
 
 void Window::send_unlock(int target) {
+  if (control_) {
+    control_->with_queue(target, [&](LockQueue& queue) { release_from(queue, target); });
+    return;
+  }
   Bytes message;
   wire::append<uint32_t>(message, id_);
   comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -20,7 +19,9 @@
 #include "runtime/communicator.hpp"
 #include "runtime/transport.hpp"
 #include "window/reduce.hpp"
+#include "window/lock_queue.hpp"
 #include "window/region.hpp"
+#include "window/shared_control.hpp"
 #include "window/shared_segment.hpp"
 
 namespace rma {
@@ -37,7 +38,7 @@ enum WindowMode : int {
 };
 
 // rma.LOCK_EXCLUSIVE and rma.LOCK_SHARED.
-constexpr int kLockExclusive = 1, kLockShared = 2;
+constexpr int kLockExclusive = kLockExclusiveType, kLockShared = kLockSharedType;
 
 // A target rank meaning "nobody": the call is a no-op that still needs its epoch.
 constexpr int kProcNull = -2;
@@ -181,8 +182,14 @@ class Window : public std::enable_shared_from_this<Window> {
   // Passive target.
   bool passive_access(int target) const { return lock_all_ || held_[target] != 0; }
   bool request_lock(int target, int type, bool try_only, const char* call);
+  // A shared window's locks: queue in the target's control block and wait for the grant word
+  // (returns it: 1 granted, 2 refused); release_from leaves a queue and grants the next.
+  int request_shared_lock(int target, int type, bool try_only, const char* call);
+  void release_from(LockQueue& queue, int target);
+  // The bell this rank sleeps on while it waits for a shared-memory condition (else null).
+  Bell* own_bell() { return control_ ? &control_->bell(rank()) : nullptr; }
   void release(int target);
-  void send_unlock(int target);
+  void send_unlock(int target);  // releases target's lock (a message, or in shared memory)
   void complete_target(int target, const char* call);
   void grant_waiting();
   // EpochError unless an access epoch permits a call to target; RangeError if region is out.
@@ -206,6 +213,7 @@ class Window : public std::enable_shared_from_this<Window> {
   std::unique_ptr<LocalRegion> registration_;
   std::vector<RegionDescriptor> peers_;  // by rank of comm_
   std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
+  std::unique_ptr<SharedControl> control_;                 // a shared window's synchronization
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
   Attachments attachments_;                 // this rank's, for a dynamic window
@@ -219,7 +227,9 @@ class Window : public std::enable_shared_from_this<Window> {
   bool exposure_open_ = false, exposure_nocheck_ = false;
   std::vector<int> exposure_group_;
   // Notices are counted per peer: a post for the next epoch may arrive before this one ends.
-  std::unique_ptr<std::atomic<uint64_t>[]> posts_seen_, completes_seen_;
+  // A shared window's counters live in its control block, where the senders add to them.
+  std::unique_ptr<std::atomic<uint64_t>[]> notice_counters_;  // otherwise here: 2 x size
+  std::atomic<uint64_t>*posts_seen_ = nullptr, *completes_seen_ = nullptr;
   std::vector<uint64_t> posts_used_, completes_used_;
   // Passive target, origin side: the lock held on each target (0, kLockExclusive, kLockShared)
   // and whether it was taken without acquisition (NOCHECK).
@@ -228,14 +238,10 @@ class Window : public std::enable_shared_from_this<Window> {
   std::unique_ptr<std::atomic<int>[]> grant_;  // per target: 0 waiting, 1 granted, 2 denied
   std::mutex grant_mutex_;                     // orders a late grant against giving up on it
   std::vector<uint8_t> abandoned_;             // per target: a request given up, grant to return
-  // Passive target, target side (touched only while dispatching messages, one at a time).
-  struct LockRequest {
-    int origin;
-    int type;
-  };
-  std::deque<LockRequest> lock_queue_;
-  int exclusive_holder_ = -1;
-  int shared_holders_ = 0;
+  // Passive target, target side, for lock messages (touched only while dispatching messages,
+  // one at a time). A shared window's queue is in its control block instead.
+  std::unique_ptr<std::byte[]> lock_queue_memory_;
+  LockQueue* lock_queue_ = nullptr;
   // Message calls per target not yet answered, for flush(target) and target_idle.
   std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
   uint64_t calls_since_sync_ = 0;

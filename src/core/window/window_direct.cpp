@@ -13,10 +13,15 @@ namespace rma {
 std::byte* Window::admit_direct(int target, uint64_t offset, uint64_t bytes) {
   if (segments_.empty() || freed_ || target < 0 || target >= size() || bytes == 0) return nullptr;
   if (!comm_->runtime().active()) return nullptr;
-  bool admitted = passive_access(target) ||
-                  (access_open_ ? in_access_group_[target] && (access_nocheck_ || post_matched_[target])
-                                : fence_epoch_);
+  bool admitted = passive_access(target) || (access_open_ ? in_access_group_[target] : fence_epoch_);
   if (!admitted) return nullptr;
+  if (access_open_ && !passive_access(target) && !access_nocheck_ && !post_matched_[target]) {
+    // The first call to a target of a start epoch: its post must be here already (waiting
+    // for it is the general path's business, without the GIL).
+    if (posts_seen_[target].load() <= posts_used_[target]) return nullptr;
+    ++posts_used_[target];
+    post_matched_[target] = 1;
+  }
   uint64_t length = peers_[target].length;
   if (offset > length || bytes > length - offset) return nullptr;
   ++calls_since_sync_;

@@ -1,0 +1,85 @@
+#include "window/shared_control.hpp"
+
+#include <sched.h>
+
+#include <new>
+
+namespace rma {
+
+namespace {
+struct Layout {
+  size_t posts, completes, grants, queue, total;
+};
+
+size_t round_up(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+Layout layout(int ranks, size_t header) {
+  Layout at{};
+  size_t n = static_cast<size_t>(ranks);
+  at.posts = round_up(header, 64);
+  at.completes = round_up(at.posts + n * sizeof(uint64_t), 64);
+  at.grants = round_up(at.completes + n * sizeof(uint64_t), 64);
+  at.queue = round_up(at.grants + n * sizeof(uint32_t), 64);
+  at.total = at.queue + LockQueue::bytes(ranks);
+  return at;
+}
+}  // namespace
+
+size_t SharedControl::bytes(int ranks) { return layout(ranks, sizeof(Header)).total; }
+
+std::shared_ptr<SharedSegment> SharedControl::create_block(int ranks) {
+  auto block = SharedSegment::create(bytes(ranks));  // zero-filled: counters and words at 0
+  new (block->data()) Header{};
+  LockQueue::make(block->data() + layout(ranks, sizeof(Header)).queue, ranks);
+  return block;
+}
+
+SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank)
+    : blocks_(std::move(blocks)), rank_(rank) {
+  Layout at = layout(size(), sizeof(Header));
+  posts_at_ = at.posts;
+  completes_at_ = at.completes;
+  grants_at_ = at.grants;
+  queue_at_ = at.queue;
+}
+
+void SharedControl::notify(std::atomic<uint64_t>* (SharedControl::*counters)(int), int receiver) {
+  (this->*counters)(receiver)[rank_].fetch_add(1, std::memory_order_seq_cst);
+  bell(receiver).ring();
+}
+
+void SharedControl::with_queue(int target, const std::function<void(LockQueue&)>& change) {
+  // A spin lock around a few instructions; yields at once when contended, since the holder
+  // may be a process descheduled on an oversubscribed host.
+  std::atomic<uint32_t>& spin = header(target).queue_spin;
+  while (spin.exchange(1, std::memory_order_acquire) != 0) {
+    while (spin.load(std::memory_order_relaxed) != 0) sched_yield();
+  }
+  try {
+    change(queue(target));
+  } catch (...) {
+    spin.store(0, std::memory_order_release);
+    throw;
+  }
+  spin.store(0, std::memory_order_release);
+}
+
+uint32_t SharedControl::arrive() {
+  Header& root = header(0);
+  uint32_t generation = root.fence_generation.load(std::memory_order_acquire);
+  if (root.fence_arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
+    // The last to arrive opens the next round and lets everyone go.
+    root.fence_arrived.store(0, std::memory_order_relaxed);
+    root.fence_generation.fetch_add(1, std::memory_order_seq_cst);
+    for (int rank = 0; rank < size(); ++rank) {
+      if (rank != rank_) bell(rank).ring();
+    }
+  }
+  return generation;
+}
+
+bool SharedControl::passed(uint32_t generation) const {
+  return header(0).fence_generation.load(std::memory_order_acquire) != generation;
+}
+
+}  // namespace rma

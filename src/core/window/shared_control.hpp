@@ -1,0 +1,67 @@
+// The synchronization state of a shared window, in shared memory. Each rank's block holds
+// its bell (it sleeps there when it waits), the post and complete notices the others sent it,
+// the lock queue of its window and the grants of that queue; rank 0's block also holds the
+// fence barrier. Ranks change each other's blocks with CPU atomics and ring the bell of the
+// rank that may wait for the change: no message and no progress thread in between, so the
+// synchronizations of a shared window cost what the atomics cost, and waiting costs no CPU.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/bell.hpp"
+#include "window/lock_queue.hpp"
+#include "window/shared_segment.hpp"
+
+namespace rma {
+
+class SharedControl {
+ public:
+  // Bytes of one rank's block for a window of `ranks` ranks.
+  static size_t bytes(int ranks);
+  // Creates this rank's block (shared, not yet known to the others).
+  static std::shared_ptr<SharedSegment> create_block(int ranks);
+  // blocks: every rank's block, by rank, as mapped here.
+  SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank);
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(blocks_.size()); }
+  Bell& bell(int rank) { return header(rank).bell; }
+  // Notices received by `rank`, counted per sender: posts (rank as origin) and completes
+  // (rank as target). Each counter has one writer, the sender, and one reader.
+  std::atomic<uint64_t>* posts(int rank) { return array<std::atomic<uint64_t>>(rank, posts_at_); }
+  std::atomic<uint64_t>* completes(int rank) { return array<std::atomic<uint64_t>>(rank, completes_at_); }
+  // Adds one notice from this rank to `receiver`'s counter and rings it.
+  void notify(std::atomic<uint64_t>* (SharedControl::*counters)(int), int receiver);
+
+  // The lock queue of target's window, and target's grant words by origin (0 waiting,
+  // 1 granted, 2 refused). Change the queue only inside with_queue.
+  std::atomic<uint32_t>* grants(int target) { return array<std::atomic<uint32_t>>(target, grants_at_); }
+  void with_queue(int target, const std::function<void(LockQueue&)>& change);
+
+  // The fence barrier among every rank, at rank 0's block: arrive, then wait with
+  // wait(generation changed) (the caller's wait loop checks peers and deadlines).
+  uint32_t arrive();  // returns the generation to wait past (the barrier is done when it changes)
+  bool passed(uint32_t generation) const;
+
+ private:
+  struct alignas(64) Header {
+    Bell bell;
+    alignas(64) std::atomic<uint32_t> fence_arrived;
+    std::atomic<uint32_t> fence_generation;
+    alignas(64) std::atomic<uint32_t> queue_spin;
+  };
+  Header& header(int rank) const { return *reinterpret_cast<Header*>(blocks_[rank]->data()); }
+  template <class T>
+  T* array(int rank, size_t at) const { return reinterpret_cast<T*>(blocks_[rank]->data() + at); }
+  LockQueue& queue(int rank) const { return *reinterpret_cast<LockQueue*>(blocks_[rank]->data() + queue_at_); }
+
+  std::vector<std::shared_ptr<SharedSegment>> blocks_;
+  int rank_;
+  size_t posts_at_, completes_at_, grants_at_, queue_at_;
+};
+
+}  // namespace rma
