@@ -54,6 +54,12 @@ cpp_tests() {
     "$VENV/bin/ctest" --output-on-failure --timeout 300)
 }
 
+# Files in /dev/shm that rma or libfabric's shm provider make: window segments
+# (rma-<pid>-<n>), bells (<pid>-rma-bell-<n>), provider regions (<pid>:<n>:<n>).
+shm_files() {
+  ls /dev/shm 2>/dev/null | grep -E '^rma-|^[0-9]+(-rma-|:)' | sort || true
+}
+
 case "${1:-}" in
   setup) setup ;;
   demo)
@@ -63,6 +69,7 @@ case "${1:-}" in
   test)
     setup
     cpp_tests
+    shm_before=$(shm_files)
     PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
     if [ $# -le 1 ]; then
       # The window suites once more with windows reached through libfabric instead of shared
@@ -70,6 +77,13 @@ case "${1:-}" in
       echo "dev.sh: the window suites again with RMA_TRANSPORT=libfabric"
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py
+      # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
+      left=$(comm -13 <(echo "$shm_before") <(shm_files))
+      if [ -n "$left" ]; then
+        echo "dev.sh: the tests left files in /dev/shm:" $left >&2
+        exit 1
+      fi
+      echo "dev.sh: nothing left in /dev/shm"
     fi
     ;;
   bench)

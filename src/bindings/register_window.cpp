@@ -68,7 +68,7 @@ void register_window(py::module_& m) {
       });
 
   py::class_<rma::SharedSegment, std::shared_ptr<rma::SharedSegment>>(m, "SharedSegment", py::buffer_protocol())
-      .def_static("create", &rma::SharedSegment::create, py::arg("bytes"))
+      .def_static("create", [](size_t bytes) { return rma::SharedSegment::create(bytes); }, py::arg("bytes"))
       .def_property_readonly("address", [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
       .def_property_readonly("nbytes", &rma::SharedSegment::bytes)
       .def_buffer([](rma::SharedSegment& segment) {

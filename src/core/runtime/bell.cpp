@@ -16,13 +16,18 @@ long futex(std::atomic<uint32_t>& word, int op, uint32_t value, const timespec* 
 }  // namespace
 
 void Bell::ring() noexcept {
+  // Ordered after whatever the caller changed: a sleeper announced after this load checks
+  // done() after its announcement and sees the change.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_relaxed) == 0) return;  // the common case: a load
   rings.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_seq_cst) != 0) futex(rings, FUTEX_WAKE, INT32_MAX, nullptr);
+  futex(rings, FUTEX_WAKE, INT32_MAX, nullptr);
 }
 
 void Bell::sleep_unless(const std::function<bool()>& done, std::chrono::microseconds longest) noexcept {
   uint32_t seen = rings.load(std::memory_order_seq_cst);
   sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!done()) {
     auto seconds = std::chrono::duration_cast<std::chrono::seconds>(longest);
     timespec timeout{static_cast<time_t>(seconds.count()),

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <type_traits>
 #include <unordered_set>
 
@@ -145,6 +146,8 @@ FabricTransport::FabricTransport(const FabricOptions& options)
   endpoint_->bind(*av_);
   endpoint_->enable();
   address_ = endpoint_->name();
+  bell_segment_ = SharedSegment::create(sizeof(Bell), "bell");
+  new (bell_segment_->data()) Bell{};
 
   std::lock_guard lock(fabric_mutex_);
   for (size_t i = 0; i < kReceiveBuffers; ++i) {
@@ -165,14 +168,50 @@ FabricTransport::~FabricTransport() {
   for (Operation* send : live_sends_) delete send;
 }
 
-void FabricTransport::connect(const std::vector<std::vector<std::byte>>& names) {
-  if (names.size() != static_cast<size_t>(size())) {
+std::vector<std::byte> FabricTransport::address() const {
+  // The endpoint's name, then the bell's name and its length in the last byte.
+  std::vector<std::byte> address = address_;
+  const std::string& bell = bell_segment_->name();
+  for (char c : bell) address.push_back(static_cast<std::byte>(c));
+  address.push_back(static_cast<std::byte>(bell.size()));
+  return address;
+}
+
+void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses) {
+  if (addresses.size() != static_cast<size_t>(size())) {
     throw UsageError("rma: connect needs " + std::to_string(size()) + " endpoint names, got " +
-                     std::to_string(names.size()));
+                     std::to_string(addresses.size()));
+  }
+  std::vector<std::vector<std::byte>> names;
+  peer_bells_.assign(size(), nullptr);
+  every_peer_rings_ = true;
+  for (int peer = 0; peer < size(); ++peer) {
+    const auto& address = addresses[peer];
+    size_t bell_length = address.empty() ? 0 : static_cast<size_t>(address.back());
+    if (address.size() < bell_length + 1) throw UsageError("rma: connect: rank " + std::to_string(peer) + "'s address is malformed");
+    size_t name_length = address.size() - bell_length - 1;
+    names.emplace_back(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length));
+    if (peer == rank()) continue;
+    std::string bell(reinterpret_cast<const char*>(address.data()) + name_length, bell_length);
+    try {
+      peer_bells_[peer] = SharedSegment::open(bell, sizeof(Bell));
+    } catch (const RmaError&) {
+      every_peer_rings_ = false;  // another host: its sends cannot wake us
+    }
   }
   std::lock_guard lock(fabric_mutex_);
   av_->insert(names);
   connected_ = true;
+}
+
+Bell* FabricTransport::incoming_bell() {
+  return every_peer_rings_ ? reinterpret_cast<Bell*>(bell_segment_->data()) : nullptr;
+}
+
+void FabricTransport::ring(int target) {
+  if (target >= 0 && target < static_cast<int>(peer_bells_.size()) && peer_bells_[target]) {
+    reinterpret_cast<Bell*>(peer_bells_[target]->data())->ring();
+  }
 }
 
 void FabricTransport::check_target(int target, const char* call) const {
@@ -205,7 +244,10 @@ void FabricTransport::post(int target, const char* call, Post&& try_post) {
       std::lock_guard lock(fabric_mutex_);
       rc = try_post();
     }
-    if (rc == 0) return;
+    if (rc == 0) {
+      ring(target);
+      return;
+    }
     if (rc != -FI_EAGAIN) fabric::check(rc, call, "to rank " + std::to_string(target));
     // The provider's queues are full or the peer has not connected yet: progress, then retry.
     if (progress()) backoff.reset();

@@ -15,6 +15,7 @@
 
 #include "fabric/handles.hpp"
 #include "runtime/message_assembler.hpp"
+#include "runtime/shared_segment.hpp"
 #include "runtime/transport.hpp"
 
 namespace rma {
@@ -33,10 +34,10 @@ class FabricTransport final : public Transport {
   explicit FabricTransport(const FabricOptions& options);
   ~FabricTransport() override;
 
-  // This endpoint's name, to publish for the peers.
-  std::vector<std::byte> address() const { return address_; }
-  // Inserts every rank's endpoint name (index = world rank). Call once, before any traffic.
-  void connect(const std::vector<std::vector<std::byte>>& names);
+  // What peers need to reach this rank: the endpoint's name and the name of its bell.
+  std::vector<std::byte> address() const;
+  // Takes every rank's address (index = world rank). Call once, before any traffic.
+  void connect(const std::vector<std::vector<std::byte>>& addresses);
   // The provider actually opened, e.g. "shm" or "tcp;ofi_rxm".
   std::string provider() const { return provider_; }
 
@@ -56,6 +57,9 @@ class FabricTransport final : public Transport {
   void flush_all(const Deadline& deadline) override;
   void flush_sends(const Deadline& deadline) override;
   bool progress() override;
+  // This rank's bell: peers ring it after every post to this rank (its progress engine may
+  // sleep on it); null when a peer cannot (another host), so sleeping would miss its traffic.
+  Bell* incoming_bell() override;
 
   // The fi_getinfo hints for what rma needs; provider "" means any.
   static fabric::Info hints(const std::string& provider);
@@ -78,6 +82,7 @@ class FabricTransport final : public Transport {
   void post_receive(Operation* receive);
   void check_target(int target, const char* call) const;
   void deliver(std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>&& fragments);
+  void ring(int target);  // wakes target if it sleeps on its bell
 
   std::string provider_;
   std::optional<fabric::Info> info_;
@@ -86,7 +91,10 @@ class FabricTransport final : public Transport {
   std::optional<fabric::CompletionQueue> cq_;
   std::optional<fabric::AddressVector> av_;
   std::optional<fabric::Endpoint> endpoint_;
-  std::vector<std::byte> address_;
+  std::vector<std::byte> address_;  // the endpoint's name
+  std::shared_ptr<SharedSegment> bell_segment_;               // this rank's bell
+  std::vector<std::shared_ptr<SharedSegment>> peer_bells_;    // by rank; null: cannot ring
+  bool every_peer_rings_ = false;
   bool connected_ = false;
   uint64_t mr_mode_ = 0;
   bool plain_atomics_fetch_ = false;  // see atomic(): a shm 1.17 workaround

@@ -11,24 +11,40 @@ ProgressEngine::~ProgressEngine() { stop(); }
 
 void ProgressEngine::stop() {
   stopping_.store(true, std::memory_order_release);
+  if (Bell* bell = transport_.incoming_bell()) bell->ring();  // from a doze
   if (thread_.joinable()) thread_.join();
+}
+
+bool ProgressEngine::progress() {
+  try {
+    return transport_.progress();
+  } catch (const std::exception& e) {
+    if (!reported_) std::fprintf(stderr, "rma: progress engine: %s\n", e.what());
+    reported_ = true;
+    return false;
+  }
 }
 
 void ProgressEngine::run() {
   // Brief spinning: callers that wait poll for themselves; this thread is the safety net for
-  // messages that arrive while the user's code runs, so it gets to sleeping quickly.
+  // messages that arrive while the user's code runs, so it gets to sleeping quickly. Idle for
+  // longer, it dozes on the transport's bell, which every peer rings after posting to us.
   Backoff backoff(/*spin_us=*/5, /*yield_us=*/50, max_sleep_us_);
-  bool reported = false;
+  Bell* bell = transport_.incoming_bell();
+  auto last_activity = Clock::now();
   while (!stopping_.load(std::memory_order_acquire)) {
-    bool busy = false;
-    try {
-      busy = transport_.progress();
-    } catch (const std::exception& e) {
-      if (!reported) std::fprintf(stderr, "rma: progress engine: %s\n", e.what());
-      reported = true;
-    }
-    if (busy) {
+    if (progress()) {
       backoff.reset();
+      last_activity = Clock::now();
+    } else if (bell != nullptr && Clock::now() - last_activity >= kDozeAfter) {
+      uint32_t rings = bell->rings.load();
+      bool worked = false;
+      bell->sleep_unless([&] { return (worked = progress()) || stopping_.load(); }, kDozeLongest);
+      // Woken by a ring: poll actively again (its data may take a moment to show, over tcp).
+      if (worked || bell->rings.load() != rings) {
+        backoff.reset();
+        last_activity = Clock::now();
+      }
     } else {
       backoff.idle();
     }

@@ -1,10 +1,12 @@
 // A thread that keeps the transport moving while the user's code does something else (computes,
 // sleeps, holds the GIL): incoming active messages are handled without the user calling in.
-// It polls with backoff and sleeps when idle, so an idle rank costs little CPU. Callers that
-// wait for something poll the transport themselves and do not depend on this thread's wake-ups.
+// It polls with backoff and sleeps when idle; idle for longer, it dozes on the transport's bell
+// (when every peer can ring it), so an idle rank costs no CPU. Callers that wait for something
+// poll the transport themselves and do not depend on this thread's wake-ups.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "runtime/transport.hpp"
@@ -22,7 +24,10 @@ class ProgressEngine {
 
  private:
   void run();
+  bool progress();  // one pass; errors are reported once, not thrown
+  static constexpr std::chrono::milliseconds kDozeAfter{20}, kDozeLongest{100};
   Transport& transport_;
+  bool reported_ = false;
   int max_sleep_us_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;

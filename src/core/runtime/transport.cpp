@@ -18,7 +18,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.
     bool busy = progress();
-    peers_.check(watch, rank_, what());
+    if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
     if (interrupt_count() != interrupts_before) throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
     if (deadline.expired()) {
       char seconds[32];

@@ -89,15 +89,18 @@ class Transport {
   virtual void flush_sends(const Deadline& deadline) = 0;
   // One pass of progress: completions, arrived messages. True if anything happened.
   virtual bool progress() = 0;
+  // A bell that every peer rings after posting anything to this rank, on which an idle
+  // progress engine may sleep; null if there is none (then it polls).
+  virtual Bell* incoming_bell() { return nullptr; }
 
   // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
   // TimeoutError at the deadline; `what` names the waiting call for those messages. With a
   // bell (when whoever makes done() true rings it), a long wait sleeps on the bell instead
-  // of polling, waking at least every kBellCheck for those checks.
+  // of polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
   void wait_until(const std::function<bool()>& done, const Deadline& deadline,
                   std::span<const int> watch, const std::function<std::string()>& what,
                   Bell* bell = nullptr);
-  static constexpr std::chrono::microseconds kBellCheck{20'000};
+  static constexpr std::chrono::microseconds kBellCheck{100'000};
 
  private:
   int rank_, size_;

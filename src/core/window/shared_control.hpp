@@ -14,7 +14,7 @@
 
 #include "runtime/bell.hpp"
 #include "window/lock_queue.hpp"
-#include "window/shared_segment.hpp"
+#include "runtime/shared_segment.hpp"
 
 namespace rma {
 

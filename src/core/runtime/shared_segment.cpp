@@ -1,4 +1,4 @@
-#include "window/shared_segment.hpp"
+#include "runtime/shared_segment.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,25 +17,26 @@ void* map(int fd, size_t bytes, const std::string& name) {
   if (bytes == 0) return nullptr;
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED) {
-    throw RmaError("rma: cannot map shared window memory " + name + " (" + std::to_string(bytes) +
+    throw RmaError("rma: cannot map shared memory " + name + " (" + std::to_string(bytes) +
                    " bytes): " + std::strerror(errno));
   }
   return data;
 }
 }  // namespace
 
-std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes) {
+std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes, const std::string& purpose) {
   static std::atomic<unsigned> counter{0};
-  std::string name = "/rma-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::string pid = std::to_string(getpid()), n = std::to_string(counter++);
+  std::string name = purpose.empty() ? "/rma-" + pid + "-" + n : "/" + pid + "-rma-" + purpose + "-" + n;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
-    throw RmaError("rma: cannot create shared window memory " + name + ": " + std::strerror(errno));
+    throw RmaError("rma: cannot create shared memory " + name + ": " + std::strerror(errno));
   }
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int error = errno;
     close(fd);
     shm_unlink(name.c_str());
-    throw RmaError("rma: cannot size shared window memory to " + std::to_string(bytes) +
+    throw RmaError("rma: cannot size shared memory to " + std::to_string(bytes) +
                    " bytes (is /dev/shm large enough?): " + std::strerror(error));
   }
   void* data;
@@ -53,7 +54,7 @@ std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes) {
 std::shared_ptr<SharedSegment> SharedSegment::open(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) {
-    throw RmaError("rma: cannot open a peer's shared window memory " + name + ": " + std::strerror(errno));
+    throw RmaError("rma: cannot open a peer's shared memory " + name + ": " + std::strerror(errno));
   }
   void* data;
   try {

@@ -1,8 +1,11 @@
-// Window memory in a POSIX shared-memory segment that every rank of a host maps, so that a
-// put is a memcpy into the target's memory and an accumulate a CPU atomic on it.
+// A POSIX shared-memory segment that every rank of a host maps: window memory (a put is a
+// memcpy into the target's memory, an accumulate a CPU atomic on it), a window's control
+// block, a rank's bell.
 //
-// A segment's name exists only while the window is being created: once every rank has mapped
-// every segment, each rank unlinks its own, so a killed job leaves nothing in /dev/shm.
+// A window's segment names exist only while the window is being created: once every rank has
+// mapped every segment, each rank unlinks its own, so a killed job leaves nothing in /dev/shm.
+// Names that must live longer start with the owner's pid, which is how the launcher and
+// rma.init find and remove those of killed processes.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +16,9 @@ namespace rma {
 
 class SharedSegment {
  public:
-  // Creates, sizes (zero-filled) and maps a new segment with a fresh unique name.
-  static std::shared_ptr<SharedSegment> create(size_t bytes);
+  // Creates, sizes (zero-filled) and maps a new segment with a fresh unique name
+  // ("/rma-<pid>-<n>", or "/<pid>-rma-<purpose>-<n>" for a long-lived one).
+  static std::shared_ptr<SharedSegment> create(size_t bytes, const std::string& purpose = "");
   // Maps a segment another rank of this host created.
   static std::shared_ptr<SharedSegment> open(const std::string& name, size_t bytes);
   ~SharedSegment();
