@@ -5,6 +5,9 @@ extra). The first run makes two virtual environments under bench/.envs/ with mpi
 and mpi4py and Open MPI, from PyPI. Then, for each repetition, it runs one job per system, one
 after the other (interleaved), plus the C++ core alone, and writes to bench/results/:
 results.md (the table), results.csv, latency.png and bandwidth.png.
+
+Without Python, the C++ core (bench/cpp/core_bench.cpp) runs the small cases next to the same
+cases in C over each MPI (bench/cpp/mpi_bench.c, built with that MPI's own mpicc).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ ENVS = HERE / ".envs"
 RESULTS = HERE / "results"
 CASES = HERE / "cases.py"
 MPI_SYSTEMS = {"mpi4py+MPICH": "mpich", "mpi4py+Open MPI": "openmpi"}
+CORE = "rma C++ core"
+C_COLUMNS = {"mpich": "C MPICH", "openmpi": "C Open MPI"}  # the same cases in C, without Python
 BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
 TITLES = {
     "put": "put + flush latency (lock_all)",
@@ -109,12 +114,30 @@ def core_bench() -> list[dict]:
     return run_job([str(binary)])
 
 
+def c_mpi_bench(python: Path, package: str) -> list[dict]:
+    """The small cases in C over one MPI (bench/cpp/mpi_bench.c), built with its mpicc."""
+    bin_dir = python.parent
+    binary = ROOT / "build" / "bench" / f"mpi_bench_{package}"
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    built = subprocess.run(
+        [str(bin_dir / "mpicc"), "-O2", "-o", str(binary), str(HERE / "cpp" / "mpi_bench.c")],
+        capture_output=True, text=True,
+    )
+    if built.returncode != 0:
+        say(f"cannot build the C benchmark with {package}'s mpicc: skipping its C column")
+        return []
+    launcher = [str(bin_dir / "mpiexec"), "-n", "2"]
+    if package == "openmpi":
+        launcher[1:1] = ["--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+    return run_job(launcher + [str(binary)])
+
+
 def memcpy_ceiling(sizes: list[int]) -> dict[int, float]:
     """Seconds to copy `size` bytes within this process (the best any system could do)."""
     ceiling = {}
     for size in sizes:
         src, dst = np.ones(size, np.uint8), np.zeros(size, np.uint8)
-        count = max(20, min(2000, (64 << 20) // size))
+        count = max(20, min(2000, (64 << 20) // max(size, 1)))
         samples = []
         for _ in range(count):
             began = time.perf_counter()
@@ -132,11 +155,13 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
 
     systems: dict[str, tuple[list[str], list[str]]] = {"rma": (rmarun(2, []), rmarun(4, ["--contended"]))}
+    c_systems: dict[str, tuple[Path, str]] = {}
     if not args.no_mpi:
         for name, package in MPI_SYSTEMS.items():
             python = ensure_env(name, package)
             if python is not None:
                 systems[name] = (mpiexec(python, package, 2, []), mpiexec(python, package, 4, ["--contended"]))
+                c_systems[C_COLUMNS[package]] = (python, package)
 
     values: dict[tuple[str, int, str], list[float]] = {}
     began = time.monotonic()
@@ -149,7 +174,10 @@ def main() -> None:
             say(f"repetition {repetition}/{args.repetitions}: {name} ({len(results)} results, "
                 f"{time.monotonic() - started:.1f} s; {time.monotonic() - began:.0f} s so far)")
     for result in core_bench():
-        values.setdefault((result["case"], result["size"], "rma C++ core"), []).append(result["value"])
+        values.setdefault((result["case"], result["size"], CORE), []).append(result["value"])
+    for column, (python, package) in c_systems.items():
+        for result in c_mpi_bench(python, package):
+            values.setdefault((result["case"], result["size"], column), []).append(result["value"])
     sizes = sorted({size for (_, size, _) in values})
     ceiling = memcpy_ceiling(sizes)
     write_results(values, ceiling, list(systems))
@@ -163,7 +191,7 @@ def write_results(values, ceiling, names) -> None:
     for case in cases:
         for size in sorted({s for (c, s, _) in values if c == case}):
             row = {"case": case, "size": size}
-            for name in names + ["rma C++ core"]:
+            for name in names + WITHOUT_PYTHON:
                 samples = values.get((case, size, name))
                 if samples:
                     row[name] = statistics.median(samples)
@@ -175,8 +203,12 @@ def write_results(values, ceiling, names) -> None:
             if best and "rma" in row:
                 reference = max(best) if higher_better else min(best)
                 row["rma / best mpi4py"] = row["rma"] / reference
+            c_best = [row[c] for c in C_COLUMNS.values() if c in row]
+            if c_best and CORE in row:
+                row["core / best C MPI"] = row[CORE] / min(c_best)
             rows.append(row)
-    columns = ["case", "size"] + [c for n in names + ["rma C++ core"] for c in (n, n + " min", n + " max")] + ["memcpy", "rma / best mpi4py"]
+    columns = (["case", "size"] + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
+               + ["memcpy", "rma / best mpi4py", "core / best C MPI"])
     with open(RESULTS / "results.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -197,30 +229,33 @@ def fmt(case: str, value: float | None) -> str:
 
 
 def markdown_table(rows, names, mpis) -> str:
-    header = ["case", "size"] + names + ["rma C++ core", "memcpy", "rma / best mpi4py"]
+    header = ["case", "size"] + names + ["memcpy", "rma / best mpi4py"] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
         cells = [TITLES[row["case"]], _size(row["size"]) if row["case"] not in SINGLE else "8 B"]
-        for name in names + ["rma C++ core"]:
+        for name in names:
             value = row.get(name)
-            spread = (
-                f" ({fmt(row['case'], row[name + ' min'])}-{fmt(row['case'], row[name + ' max'])})"
-                if value is not None and name != "rma C++ core" else ""
-            )
+            spread = f" ({fmt(row['case'], row[name + ' min'])}-{fmt(row['case'], row[name + ' max'])})" if value is not None else ""
             cells.append(fmt(row["case"], value) + spread if value is not None else "")
         cells.append(fmt(row["case"], row.get("memcpy")))
         ratio = row.get("rma / best mpi4py")
+        cells.append(f"{ratio:.2f}" if ratio is not None else "")
+        for name in WITHOUT_PYTHON:
+            cells.append(fmt(row["case"], row.get(name)))
+        ratio = row.get("core / best C MPI")
         cells.append(f"{ratio:.2f}" if ratio is not None else "")
         lines.append("| " + " | ".join(cells) + " |")
     notes = (
         "\nMedian of the repetitions, (min-max) across them. Latency: lower is better, and a ratio "
         "below 1 means rma is faster than the best mpi4py; bandwidth and throughput: higher is "
         "better, and a ratio above 1 means rma is faster. memcpy: one copy of the same size in "
-        "one process.\n"
+        "one process. The last columns run without Python: rma's C++ core and the same cases in C "
+        "over each MPI (one run each, median of 2000 operations).\n"
     )
     return "\n".join(lines) + "\n" + notes
 
 
+WITHOUT_PYTHON = [CORE, *C_COLUMNS.values()]
 SINGLE = {"fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier", "contended_fetch_and_op"}
 
 

@@ -65,6 +65,39 @@ int bench(int rank, const fork_job::Exchange& exchange) {
       window->flush(1);
     }));
     window->unlock_all();
+    report("lock_put_unlock", 8, median_seconds(2000, [&] {
+      window->lock(1, rma::kLockExclusive, 0);
+      window->put(1, data.data(), rma::Region::contiguous(0, 8, 1));
+      window->unlock(1);
+    }));
+  }
+  // The collective cases: both ranks take part, rank 0 reports.
+  world->barrier();
+  std::vector<std::byte> word(8);
+  auto eight = rma::Region::contiguous(0, 8, 1);
+  window->fence(0);
+  double fence = median_seconds(2000, [&] { window->fence(0); });
+  double fence_put = median_seconds(2000, [&] {
+    if (rank == 0) window->put(1, word.data(), eight);
+    window->fence(0);
+  });
+  window->fence(rma::kModeNoSucceed);
+  double pscw = median_seconds(2000, [&] {
+    if (rank == 0) {
+      window->start({1}, 0);
+      window->put(1, word.data(), eight);
+      window->complete();
+    } else {
+      window->post({0}, 0);
+      window->wait();
+    }
+  });
+  double barrier = median_seconds(2000, [&] { world->barrier(); });
+  if (rank == 0) {
+    report("fence_empty", 8, fence);
+    report("fence_put", 8, fence_put);
+    report("pscw_put", 8, pscw);
+    report("barrier", 8, barrier);
     std::fflush(stdout);
   }
   world->barrier();

@@ -113,9 +113,9 @@ def init() -> Comm:
 
 
 def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float, sleep_us: int):
-    """Open this rank's endpoint (after clearing the shm provider's stale files, if shm)."""
-    if provider == "shm":
-        remove_stale_shm_files()
+    """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
+    provider's regions, rma's bells): a file named after our own pid would make ours fail."""
+    remove_stale_shm_files()
     return _core.Runtime(rank, size, provider, node, timeout, sleep_us)
 
 

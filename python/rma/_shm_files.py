@@ -1,8 +1,9 @@
-"""Files that libfabric's shm provider leaves in /dev/shm.
+"""Files that libfabric's shm provider and rma's bells leave in /dev/shm.
 
 The provider names each endpoint's 16 MiB region after its process id ("1234:0:0") and
 unlinks it at a clean exit only. A killed process leaves its file behind; worse, a new process
 that inherits the recycled pid cannot open its endpoint (fi_enable: Device or resource busy).
+rma names each rank's bell the same way ("1234-rma-bell-0"), so the same cleanup finds it.
 """
 
 from __future__ import annotations
