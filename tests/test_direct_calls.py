@@ -154,3 +154,49 @@ def test_declined_calls_raise_their_errors(comm):
     win.free()
     with pytest.raises(rma.RMAError, match="freed"):
         win.put(one, peer)
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3])
+def test_keywords_and_positionals_both_work(comm):
+    # The fronts parse arguments themselves: every way of passing them must mean the same.
+    win = rma.Window.allocate(comm, 8, np.int64)
+    peer = (comm.rank + 1) % comm.size
+    two = np.array([7, 8], np.int64)
+    fetched = np.zeros(1, np.int64)
+    with win.lock(peer):
+        win.put(origin=two, target_rank=peer, target_disp=0)
+        win.put(two, peer, target=slice(2, 4))  # target= goes the general way
+        win.accumulate(two, peer, 4, op=rma.MAX)
+        win.accumulate(two, target_rank=peer, target_disp=6)  # op defaults to SUM
+        win.fetch_and_op(np.ones(1, np.int64), fetched, peer, target_disp=6, op=rma.SUM)
+        win.flush(rank=peer)
+        got = np.zeros(8, np.int64)
+        win.get(result=got, target_rank=peer)
+    comm.barrier()
+    assert fetched[0] == 7
+    np.testing.assert_array_equal(got, [7, 8, 7, 8, 7, 8, 8, 8])
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2])
+def test_bad_arguments_raise_as_the_methods_do(comm):
+    win = rma.Window.allocate(comm, 4, np.int64)
+    one = np.ones(1, np.int64)
+    with win.lock_all():
+        with pytest.raises(TypeError):
+            win.put(one)  # no rank
+        with pytest.raises(TypeError, match="bogus"):
+            win.put(one, 0, bogus=1)
+        with pytest.raises(TypeError):
+            win.put(one, 0, 0, 0)  # too many positionals
+        with pytest.raises(TypeError):
+            win.put(one, 0, target_rank=0)  # twice
+        with pytest.raises(TypeError):
+            win.flush()
+        with pytest.raises(TypeError, match="target_disp must be an integer"):
+            win.get(one.copy(), 0, "0")
+    assert win.put.__doc__ == rma.Window.put.__doc__
+    assert "put" in repr(win.put)
+    comm.barrier()
+    win.free()

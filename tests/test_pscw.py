@@ -215,7 +215,7 @@ def test_epoch_errors(comm):
         win.fence()
     with pytest.raises(rma.EpochError, match="access epoch"):
         win.free()
-    with pytest.raises(ValueError, match="win.post: rma.Group: ranks must be distinct"):
+    with pytest.raises(ValueError, match="win.post.*ranks must be distinct"):
         win.post([0, 0])
     with pytest.raises(ValueError, match="not a rank of the window"):
         win.start([comm.size])

@@ -17,6 +17,7 @@ import operator
 import os
 import socket
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -42,22 +43,31 @@ from .ops import (
 __all__ = ["Window", "Request"]
 
 _KNOWN_HINTS = {"no_locks": False}
+_FAST_METHODS = ("put", "get", "accumulate", "get_accumulate", "fetch_and_op", "compare_and_swap", "flush")
 
 
 class _Epoch:
-    """What an epoch-opening call returns: a context manager whose exit makes the closing call."""
+    """What an epoch-opening call returns: a context manager whose exit makes the closing call.
 
-    __slots__ = ("_window", "_close")
+    A window keeps one per kind of epoch (and per locked rank) and hands it out again, which
+    saves an allocation on every fence; it refers to its window weakly, so no cycle keeps a
+    dropped window alive.
+    """
 
-    def __init__(self, window: Window, close: Callable[[], None]) -> None:
-        self._window = window
-        self._close = close
+    __slots__ = ("_window", "_close", "_args")
+
+    def __init__(self, window: Window, close: Callable[..., None], *args: Any) -> None:
+        self._window = weakref.ref(window)
+        self._close = close  # a Window method, called with the window and args
+        self._args = args
 
     def __enter__(self) -> Window:
-        return self._window
+        return self._window()
 
     def __exit__(self, *exc_info: object) -> bool:
-        self._close()
+        window = self._window()
+        if window is not None:
+            self._close(window, *self._args)
         return False
 
 
@@ -250,16 +260,25 @@ class Window:
         window._info = hints
         window._transport = "shared-memory" if shared else "libfabric"
         window._layout = [(tuple(shape), canonical_dtype(np.dtype(dt)), u) for shape, dt, u in layout]
-        # Calls to a shared window first try the core's fast path (it declines anything unusual).
-        window._direct = _core.DirectCalls(
-            core, [(dt, u, dt == np.uint8) for _, dt, u in window._layout], ELEMENT_DTYPES
-        )
+        # The hottest calls get fast fronts on the instance (they shadow the methods below):
+        # plain calls to a shared window go straight to the core; the fronts pass anything
+        # else, untouched, to the method itself (src/bindings/register_direct_calls.cpp).
+        direct = _core.DirectCalls(core, [(dt, u, dt == np.uint8) for _, dt, u in window._layout], ELEMENT_DTYPES)
+        for name in _FAST_METHODS:
+            setattr(window, name, _core.fast_method(direct, name, getattr(cls, name), window))
         # By target rank: arrays in use by calls not yet completed, and the copies into
         # non-contiguous results to make once their data is there.
         window._pending = collections.defaultdict(list)
         window._after_sync = collections.defaultdict(list)
         window._attached = {}  # a dynamic window's memory, by address
         window._freed = False
+        # What the epoch-opening calls return (lock's, per rank, as ranks get locked).
+        window._epochs = {
+            "fence": _Epoch(window, Window._end_fence_epoch),
+            "post": _Epoch(window, Window.wait),
+            "start": _Epoch(window, Window.complete),
+            "lock_all": _Epoch(window, Window.unlock_all),
+        }
         return window
 
     # ---- attributes ----
@@ -323,8 +342,6 @@ class Window:
 
     def put(self, origin: Any, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start writing `origin` into `target_rank`'s window; it lands by the next synchronization."""
-        if target is None and self._direct.put(origin, target_rank, target_disp):
-            return
         rank = self._rank(target_rank, "put")
         data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
@@ -333,8 +350,6 @@ class Window:
 
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
         """Start reading `target_rank`'s window into `result`; filled by the next synchronization."""
-        if target is None and self._direct.get(result, target_rank, target_disp):
-            return
         rank = self._rank(target_rank, "get")
         self._check_result(result, rank, "get", raw_ok=self._by_displacement(target, "get"))
         out = self._landing(result)
@@ -346,8 +361,6 @@ class Window:
         self, origin: Any, target_rank: int, target_disp: int = 0, op: Op = Op.SUM, *, target: Any = None
     ) -> None:
         """Start combining `origin` into `target_rank`'s window element by element with `op`."""
-        if target is None and self._direct.get_accumulate(origin, None, target_rank, target_disp, op):
-            return
         rank = self._rank(target_rank, "accumulate")
         data = self._origin(origin, rank, "accumulate", raw_ok=self._by_displacement(target, "accumulate"))
         op = check_op(op, data.dtype, "accumulate")
@@ -366,8 +379,6 @@ class Window:
         target: Any = None,
     ) -> None:
         """Start combining `origin` into the target with `op`, fetching the old values into `result`."""
-        if target is None and self._direct.get_accumulate(origin, result, target_rank, target_disp, op):
-            return
         rank = self._rank(target_rank, "get_accumulate")
         self._check_result(result, rank, "get_accumulate", raw_ok=self._by_displacement(target, "get_accumulate"))
         data = self._origin(origin, rank, "get_accumulate", raw_ok=False, dtype=result.dtype)
@@ -386,8 +397,6 @@ class Window:
         self, origin: Any, result: np.ndarray, target_rank: int, target_disp: int = 0, op: Op = Op.SUM
     ) -> None:
         """Start applying `op` with `origin` to one target element, fetching its old value into `result`."""
-        if self._direct.fetch_and_op(origin, result, target_rank, target_disp, op):
-            return
         self._single(result, "fetch_and_op", "result")
         data = np.asarray(origin, dtype=result.dtype) if not isinstance(origin, np.ndarray) else origin
         self._single(data, "fetch_and_op", "origin")
@@ -397,8 +406,6 @@ class Window:
         self, origin: Any, compare: Any, result: np.ndarray, target_rank: int, target_disp: int = 0
     ) -> None:
         """Start replacing one target element by `origin` if it equals `compare`; fetch the old value."""
-        if self._direct.compare_and_swap(origin, compare, result, target_rank, target_disp):
-            return
         rank = self._rank(target_rank, "compare_and_swap")
         self._single(result, "compare_and_swap", "result")
         self._check_result(result, rank, "compare_and_swap", raw_ok=True)
@@ -423,13 +430,14 @@ class Window:
 
         As a context manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.
         """
-        self._check_open("fence")
-        mode = _mode(mode, "fence")
+        if mode.__class__ is not int:
+            mode = _mode(mode, "fence")
         if self._pending:
+            self._check_open("fence")
             self._synchronized(lambda: self._core.fence(mode))
         else:
-            self._core.fence(mode)
-        return _Epoch(self, self._end_fence_epoch)
+            self._core.fence(mode)  # (the core checks the mode and whether the window was freed)
+        return self._epochs["fence"]
 
     def _end_fence_epoch(self) -> None:
         self.fence(Mode.NOSUCCEED)
@@ -439,9 +447,8 @@ class Window:
 
         As a context manager, the exit calls wait().
         """
-        self._check_open("post")
-        self._core.post(_group(group, "post"), _mode(mode, "post"))
-        return _Epoch(self, self.wait)
+        self._open_epoch(self._core.post, group, mode, "post")
+        return self._epochs["post"]
 
     def start(self, group: Any, mode: int = 0) -> _Epoch:
         """Open an access epoch to the targets in `group`; returns at once.
@@ -449,22 +456,20 @@ class Window:
         Calls to a target wait for its post, if it has not arrived yet. As a context manager,
         the exit calls complete().
         """
-        self._check_open("start")
-        self._core.start(_group(group, "start"), _mode(mode, "start"))
-        return _Epoch(self, self.complete)
+        self._open_epoch(self._core.start, group, mode, "start")
+        return self._epochs["start"]
 
     def complete(self) -> None:
         """End the access epoch: its calls have completed at the origin and at the targets."""
-        self._check_open("complete")
         if self._pending:
+            self._check_open("complete")
             self._synchronized(self._core.complete)
         else:
             self._core.complete()
 
     def wait(self) -> None:
         """End the exposure epoch once every origin of the post group has called complete()."""
-        self._check_open("wait")
-        self._core.wait()
+        self._core.wait()  # (the core checks whether the window was freed)
 
     def test(self) -> bool:
         """End the exposure epoch and return True if wait() would not block; else return False."""
@@ -477,15 +482,24 @@ class Window:
         Returns once the lock is granted; locks are granted in request order. As a context
         manager, the exit calls unlock(rank), also when the block raises.
         """
-        rank = self._rank(rank, "lock", allow_null=False)
+        if not (rank.__class__ is int and 0 <= rank < self._size):
+            rank = self._rank(rank, "lock", allow_null=False)
         if self._info["no_locks"]:
             raise EpochError(f"rma: win.lock: this window was created with info={{'no_locks': True}}")
-        self._core.lock(rank, _lock_type(lock_type), _mode(mode, "lock"))
-        return _Epoch(self, lambda: self.unlock(rank))
+        if not (lock_type.__class__ is int and (lock_type == LOCK_EXCLUSIVE or lock_type == LOCK_SHARED)):
+            lock_type = _lock_type(lock_type)
+        if mode.__class__ is not int or mode & ~_ALL_MODES:
+            mode = _mode(mode, "lock")
+        self._core.lock(rank, lock_type, mode)  # (the core checks the mode and whether the window was freed)
+        epoch = self._epochs.get(rank)
+        if epoch is None:
+            epoch = self._epochs[rank] = _Epoch(self, Window.unlock, rank)
+        return epoch
 
     def unlock(self, rank: int) -> None:
         """Complete this epoch's calls to `rank` (there too) and release its lock."""
-        rank = self._rank(rank, "unlock", allow_null=False)
+        if not (rank.__class__ is int and 0 <= rank < self._size):
+            rank = self._rank(rank, "unlock", allow_null=False)
         if rank in self._pending:
             self._synchronized(lambda: self._core.unlock(rank), rank)
         else:
@@ -497,7 +511,7 @@ class Window:
         if self._info["no_locks"]:
             raise EpochError(f"rma: win.lock_all: this window was created with info={{'no_locks': True}}")
         self._core.lock_all(_mode(mode, "lock_all"))
-        return _Epoch(self, self.unlock_all)
+        return self._epochs["lock_all"]
 
     def unlock_all(self) -> None:
         """Complete every call of the lock_all epoch and release the locks."""
@@ -506,8 +520,6 @@ class Window:
 
     def flush(self, rank: int) -> None:
         """Complete every call to `rank` so far, at the origin and at `rank` (passive epochs)."""
-        if not self._pending and self._direct.flush(rank):
-            return  # every call was direct: complete already
         rank = self._rank(rank, "flush")
         self._synchronized(lambda: self._core.flush(rank), rank)
 
@@ -621,6 +633,18 @@ class Window:
             for finish in self._after_sync.pop(target, ()):
                 finish()
             self._pending.pop(target, None)
+
+    def _open_epoch(self, core_call: Callable[[list[int], int], None], group: Any, mode: Any, call: str) -> None:
+        """post or start: a list of ints goes straight to the core, which checks the ranks
+        (range, duplicates) and the mode; anything else is converted here first."""
+        if group.__class__ is list and mode.__class__ is int:
+            try:
+                core_call(group, mode)
+                return
+            except TypeError:
+                pass  # an element that is not an int: _group says which
+        self._check_open(call)
+        core_call(_group(group, call), _mode(mode, call))
 
     def _check_open(self, call: str) -> None:
         if self._freed:
@@ -834,8 +858,6 @@ def _transport(comm: Comm) -> str:
 
 def _group(group: Any, call: str) -> list[int]:
     """Return the ranks of an rma.Group or of any iterable of ranks."""
-    if type(group) is list and all(type(rank) is int for rank in group) and len(set(group)) == len(group):
-        return group  # distinct ints: the core checks their range
     if isinstance(group, Group):
         return list(group.ranks)
     try:

@@ -1,16 +1,20 @@
-// The fast path from Python to shared windows: _core.DirectCalls.
+// The fast path from Python to shared windows: _core.DirectCalls and _core.fast_method.
 //
-// rma.Window's calls try it first. It reads the NumPy arrays' headers itself and hands the
-// core one contiguous run, so that a small put or fetch_and_op costs about what a method call
-// costs. It takes only calls whose arguments need no conversion (arrays of the target's dtype,
-// C-contiguous, an int rank and displacement); for anything else it returns False having done
-// nothing, and rma.Window's general path takes the call, with its conversions and its errors.
-// Direct calls complete before they return, so no buffer needs keeping alive.
+// rma.Window gives each window instance fast fronts for its hottest methods (put, get,
+// accumulate, get_accumulate, fetch_and_op, compare_and_swap, flush). A front is a vectorcall
+// object: it parses the arguments itself, reads the NumPy arrays' headers and hands the core
+// one contiguous run, so that a small put or fetch_and_op from Python costs about what a bare
+// call costs. It takes only calls whose arguments need no conversion (C-contiguous arrays of
+// the target's dtype, int ranks and displacements, no target=); anything else goes, untouched,
+// to the class's method, the general path with its conversions and its errors. Direct calls
+// complete before they return, so no buffer needs keeping alive.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "window/window.hpp"
@@ -39,6 +43,30 @@ struct Operand {
   PyObject* dtype;
 };
 
+// An exact Python int that fits a long (bools, NumPy integers: the general path).
+bool small_int(PyObject* value, long& out) {
+  if (!PyLong_CheckExact(value)) return false;
+  int overflow = 0;
+  out = PyLong_AsLongAndOverflow(value, &overflow);
+  if (out == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return overflow == 0;
+}
+
+// An int or an int subclass such as rma.Op.
+bool small_int_like(PyObject* value, long& out) {
+  if (!PyLong_Check(value) || PyBool_Check(value)) return false;
+  int overflow = 0;
+  out = PyLong_AsLongAndOverflow(value, &overflow);
+  if (out == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return overflow == 0;
+}
+
 class DirectCalls {
  public:
   // layout: per rank (dtype, disp_unit, raw). element_dtypes: the canonical dtype object of
@@ -56,51 +84,53 @@ class DirectCalls {
     }
   }
 
-  bool put(py::handle origin, py::handle rank, py::handle disp) {
-    const TargetLayout* target;
+  bool put(PyObject* origin, long rank, long disp) {
     uint64_t offset;
     Operand data;
-    if (!locate(rank, disp, target, offset) || !operand(origin, *target, true, false, data)) return false;
-    return run(data.bytes, [&] { return window_->put_direct(rank_, data.data, offset, data.bytes); });
+    if (!locate(rank, disp, offset) || !operand(origin, targets_[rank], false, data)) return false;
+    return run(data.bytes, [&] { return window_->put_direct(static_cast<int>(rank), data.data, offset, data.bytes); });
   }
 
-  bool get(py::handle result, py::handle rank, py::handle disp) {
-    const TargetLayout* target;
+  bool get(PyObject* result, long rank, long disp) {
     uint64_t offset;
     Operand out;
-    if (!locate(rank, disp, target, offset) || !operand(result, *target, true, true, out)) return false;
-    return run(out.bytes, [&] { return window_->get_direct(rank_, out.data, offset, out.bytes); });
+    if (!locate(rank, disp, offset) || !operand(result, targets_[rank], true, out)) return false;
+    return run(out.bytes, [&] { return window_->get_direct(static_cast<int>(rank), out.data, offset, out.bytes); });
   }
 
-  // accumulate (result None) and get_accumulate.
-  bool get_accumulate(py::handle origin, py::handle result, py::handle rank, py::handle disp, py::handle op) {
-    return reduce(origin, result, rank, disp, op, false);
+  // accumulate (result null), get_accumulate, and fetch_and_op (single: one element only).
+  bool reduce(PyObject* origin, PyObject* result, long rank, long disp, long op, bool single) {
+    uint64_t offset;
+    Operand data, out{};
+    if (op < 0 || op > static_cast<long>(rma::ReduceOp::NoOp)) return false;
+    if (!locate(rank, disp, offset) || !operand(origin, targets_[rank], false, data)) return false;
+    if (result != nullptr &&
+        (!operand(result, targets_[rank], true, out) || out.dtype != data.dtype || out.elements != data.elements)) {
+      return false;
+    }
+    if (data.type == ElementType::Bytes || (single && data.elements != 1)) return false;
+    return run(data.bytes, [&] {
+      return window_->get_accumulate_direct(static_cast<int>(rank), static_cast<rma::ReduceOp>(op), data.type,
+                                            data.data, result ? out.data : nullptr, offset, data.bytes);
+    });
   }
 
-  // get_accumulate of exactly one element.
-  bool fetch_and_op(py::handle origin, py::handle result, py::handle rank, py::handle disp, py::handle op) {
-    return reduce(origin, result, rank, disp, op, true);
-  }
-
-  bool compare_and_swap(py::handle origin, py::handle compare, py::handle result, py::handle rank, py::handle disp) {
-    const TargetLayout* target;
+  bool compare_and_swap(PyObject* origin, PyObject* compare, PyObject* result, long rank, long disp) {
     uint64_t offset;
     Operand data, comparand, out;
-    if (!locate(rank, disp, target, offset) || !operand(origin, *target, true, false, data) ||
-        !operand(compare, *target, true, false, comparand) || !operand(result, *target, true, true, out)) {
+    if (!locate(rank, disp, offset) || !operand(origin, targets_[rank], false, data) ||
+        !operand(compare, targets_[rank], false, comparand) || !operand(result, targets_[rank], true, out)) {
       return false;
     }
-    if (data.elements != 1 || comparand.dtype != data.dtype || out.dtype != data.dtype ||
-        comparand.elements != 1 || out.elements != 1) {
+    if (data.elements != 1 || comparand.elements != 1 || out.elements != 1 || comparand.dtype != data.dtype ||
+        out.dtype != data.dtype) {
       return false;
     }
-    return window_->compare_and_swap_direct(rank_, data.type, data.data, comparand.data, out.data, offset);
+    return window_->compare_and_swap_direct(static_cast<int>(rank), data.type, data.data, comparand.data, out.data,
+                                            offset);
   }
 
-  bool flush(py::handle rank) {
-    long value;
-    return small_int(rank, value) && window_->flush_direct(static_cast<int>(value));
-  }
+  bool flush(long rank) { return rank >= 0 && rank < static_cast<long>(targets_.size()) && window_->flush_direct(static_cast<int>(rank)); }
 
  private:
   // Large copies let other Python threads run meanwhile.
@@ -113,59 +143,11 @@ class DirectCalls {
     return call();
   }
 
-  bool reduce(py::handle origin, py::handle result, py::handle rank, py::handle disp, py::handle op, bool single) {
-    const TargetLayout* target;
-    uint64_t offset;
-    Operand data, out{};
-    long code;
-    if (!small_int_like(op, code) || code < 0 || code > static_cast<long>(rma::ReduceOp::NoOp)) return false;
-    if (!locate(rank, disp, target, offset) || !operand(origin, *target, true, false, data)) return false;
-    if (!result.is_none() && (!operand(result, *target, true, true, out) || out.dtype != data.dtype ||
-                              out.elements != data.elements)) {
-      return false;
-    }
-    if (data.type == ElementType::Bytes || (single && data.elements != 1)) return false;
-    return run(data.bytes, [&] {
-      return window_->get_accumulate_direct(rank_, static_cast<rma::ReduceOp>(code), data.type, data.data,
-                                            result.is_none() ? nullptr : out.data, offset, data.bytes);
-    });
-  }
-
-  // An int, or an int subclass such as rma.Op, that fits a long.
-  static bool small_int_like(py::handle value, long& out) {
-    if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) return false;
-    int overflow = 0;
-    out = PyLong_AsLongAndOverflow(value.ptr(), &overflow);
-    if (out == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-    return overflow == 0;
-  }
-
-  // An exact Python int that fits a long; anything else (bool, NumPy integers) is left to
-  // the general path.
-  static bool small_int(py::handle value, long& out) {
-    if (!PyLong_CheckExact(value.ptr())) return false;
-    int overflow = 0;
-    out = PyLong_AsLongAndOverflow(value.ptr(), &overflow);
-    if (out == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-    return overflow == 0;
-  }
-
-  // The target rank's layout and the byte offset of displacement disp.
-  bool locate(py::handle rank, py::handle disp, const TargetLayout*& target, uint64_t& offset) {
-    long r, d;
-    if (!small_int(rank, r) || !small_int(disp, d) || r < 0 || r >= static_cast<long>(targets_.size()) || d < 0) {
-      return false;
-    }
-    target = &targets_[r];
-    if (static_cast<uint64_t>(d) > UINT64_MAX / target->unit) return false;
-    rank_ = static_cast<int>(r);
-    offset = static_cast<uint64_t>(d) * target->unit;
+  bool locate(long rank, long disp, uint64_t& offset) const {
+    if (rank < 0 || rank >= static_cast<long>(targets_.size()) || disp < 0) return false;
+    uint64_t unit = targets_[rank].unit;
+    if (static_cast<uint64_t>(disp) > UINT64_MAX / unit) return false;
+    offset = static_cast<uint64_t>(disp) * unit;
     return true;
   }
 
@@ -177,10 +159,10 @@ class DirectCalls {
   }
 
   // array as a C-contiguous NumPy array whose dtype the target takes (writable if asked).
-  bool operand(py::handle array, const TargetLayout& target, bool raw_ok, bool writable, Operand& out) const {
+  bool operand(PyObject* array, const TargetLayout& target, bool writable, Operand& out) const {
     const auto& api = py::detail::npy_api::get();
-    if (!api.PyArray_Check_(array.ptr())) return false;
-    auto* header = py::detail::array_proxy(array.ptr());
+    if (!api.PyArray_Check_(array)) return false;
+    auto* header = py::detail::array_proxy(array);
     int needed = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | (writable ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0);
     if ((header->flags & needed) != needed) return false;
     if (header->descr == target.dtype) {
@@ -189,7 +171,7 @@ class DirectCalls {
     } else {
       // Another dtype: only into a raw window, and only a dtype of the table (canonical objects).
       ElementType type = element_type_of(header->descr);
-      if (!(raw_ok && target.raw) || type == ElementType::Bytes) return false;
+      if (!target.raw || type == ElementType::Bytes) return false;
       out.type = type;
       out.bytes = rma::element_size(type);
     }
@@ -205,19 +187,239 @@ class DirectCalls {
   std::shared_ptr<rma::Window> window_;
   std::vector<py::object> element_dtypes_, keep_;
   std::vector<TargetLayout> targets_;
-  int rank_ = 0;  // the rank locate() found, for the call that follows it
 };
+
+// ---- the fronts ----
+
+enum class Call { Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap, Flush };
+
+// Each call's parameters, as the class's method names them. Those from "target_rank" on are
+// ints; "target" (keyword-only) must be None for the fast path.
+struct Signature {
+  std::array<const char*, 6> names;
+  int count;
+};
+
+const Signature& signature(Call call) {
+  static const Signature signatures[] = {
+      {{"origin", "target_rank", "target_disp"}, 3},
+      {{"result", "target_rank", "target_disp"}, 3},
+      {{"origin", "target_rank", "target_disp", "op"}, 4},
+      {{"origin", "result", "target_rank", "target_disp", "op"}, 5},
+      {{"origin", "result", "target_rank", "target_disp", "op"}, 5},
+      {{"origin", "compare", "result", "target_rank", "target_disp"}, 5},
+      {{"rank"}, 1},
+  };
+  return signatures[static_cast<int>(call)];
+}
+
+struct FastMethod {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  DirectCalls* direct;
+  PyObject* direct_owner;  // the DirectCalls Python object, kept alive
+  PyObject* function;      // the class's method (a plain function), the general path
+  PyObject* window_ref;    // a weak reference to the window (no cycle through its __dict__)
+  Call call;
+};
+
+// Whether a window has Python-side bookkeeping to finish at flush (window._pending).
+bool has_pending(PyObject* window) {
+  static PyObject* name = PyUnicode_InternFromString("_pending");
+  PyObject* pending = PyObject_GetAttr(window, name);
+  if (pending == nullptr) {
+    PyErr_Clear();
+    return true;
+  }
+  int truth = PyObject_IsTrue(pending);
+  Py_DECREF(pending);
+  if (truth < 0) PyErr_Clear();
+  return truth != 0;
+}
+
+// Tries the direct call with the parsed arguments; false: the general path must run.
+bool try_direct(FastMethod* self, PyObject** slots) {
+  DirectCalls& direct = *self->direct;
+  long rank, disp = 0, op = 0;  // op 0 is rma.Op.SUM, the default
+  switch (self->call) {
+    case Call::Put:
+    case Call::Get:
+      if (!small_int(slots[1], rank) || (slots[2] && !small_int(slots[2], disp))) return false;
+      return self->call == Call::Put ? direct.put(slots[0], rank, disp) : direct.get(slots[0], rank, disp);
+    case Call::Accumulate:
+      if (!small_int(slots[1], rank) || (slots[2] && !small_int(slots[2], disp)) ||
+          (slots[3] && !small_int_like(slots[3], op))) {
+        return false;
+      }
+      return direct.reduce(slots[0], nullptr, rank, disp, op, false);
+    case Call::GetAccumulate:
+    case Call::FetchAndOp:
+      if (!slots[1] || !small_int(slots[2], rank) || (slots[3] && !small_int(slots[3], disp)) ||
+          (slots[4] && !small_int_like(slots[4], op))) {
+        return false;
+      }
+      return direct.reduce(slots[0], slots[1], rank, disp, op, self->call == Call::FetchAndOp);
+    case Call::CompareAndSwap:
+      if (!slots[1] || !slots[2] || !small_int(slots[3], rank) || (slots[4] && !small_int(slots[4], disp))) {
+        return false;
+      }
+      return direct.compare_and_swap(slots[0], slots[1], slots[2], rank, disp);
+    case Call::Flush: {
+      if (!small_int(slots[0], rank)) return false;
+      PyObject* window = PyWeakref_GetObject(self->window_ref);  // borrowed
+      return window != Py_None && !has_pending(window) && direct.flush(rank);
+    }
+  }
+  return false;
+}
+
+// Fills slots from positional and keyword arguments; false if they do not fit the fast path.
+bool parse(FastMethod* self, PyObject* const* args, size_t positional, PyObject* keywords, PyObject** slots) {
+  const Signature& sig = signature(self->call);
+  if (positional > static_cast<size_t>(sig.count)) return false;
+  for (size_t i = 0; i < positional; ++i) slots[i] = args[i];
+  Py_ssize_t keyword_count = keywords ? PyTuple_GET_SIZE(keywords) : 0;
+  for (Py_ssize_t k = 0; k < keyword_count; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(keywords, k);
+    PyObject* value = args[positional + k];
+    if (PyUnicode_CompareWithASCIIString(name, "target") == 0 && self->call != Call::Flush &&
+        self->call != Call::FetchAndOp && self->call != Call::CompareAndSwap) {
+      if (value != Py_None) return false;
+      continue;
+    }
+    int slot = -1;
+    for (int i = 0; i < sig.count; ++i) {
+      if (PyUnicode_CompareWithASCIIString(name, sig.names[i]) == 0) slot = i;
+    }
+    if (slot < 0 || slots[slot] != nullptr) return false;
+    slots[slot] = value;
+  }
+  // Required: everything before target_disp (and the rank of flush).
+  for (int i = 0; i < sig.count; ++i) {
+    if (std::strcmp(sig.names[i], "target_disp") == 0) break;
+    if (slots[i] == nullptr) return false;
+  }
+  return true;
+}
+
+PyObject* fast_method_call(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* keywords) {
+  auto* self = reinterpret_cast<FastMethod*>(callable);
+  size_t positional = PyVectorcall_NARGS(nargsf);
+  PyObject* slots[6] = {};
+  if (parse(self, args, positional, keywords, slots)) {
+    bool done;
+    try {
+      done = try_direct(self, slots);
+    } catch (py::error_already_set& error) {
+      error.restore();
+      return nullptr;
+    } catch (const std::exception& error) {
+      PyErr_SetString(PyExc_RuntimeError, error.what());
+      return nullptr;
+    }
+    if (done) Py_RETURN_NONE;
+  }
+  // The general path: the class's method, called with the window and the same arguments.
+  PyObject* window = PyWeakref_GetObject(self->window_ref);
+  if (window == Py_None) {
+    PyErr_SetString(PyExc_ReferenceError, "rma: the window of this method is gone");
+    return nullptr;
+  }
+  Py_ssize_t keyword_count = keywords ? PyTuple_GET_SIZE(keywords) : 0;
+  std::vector<PyObject*> with_window(1 + positional + static_cast<size_t>(keyword_count));
+  with_window[0] = window;
+  std::copy(args, args + positional + keyword_count, with_window.begin() + 1);
+  Py_INCREF(window);
+  PyObject* result = PyObject_Vectorcall(self->function, with_window.data(), positional + 1, keywords);
+  Py_DECREF(window);
+  return result;
+}
+
+void fast_method_dealloc(PyObject* object) {
+  auto* self = reinterpret_cast<FastMethod*>(object);
+  Py_XDECREF(self->direct_owner);
+  Py_XDECREF(self->function);
+  Py_XDECREF(self->window_ref);
+  Py_TYPE(object)->tp_free(object);
+}
+
+PyObject* fast_method_repr(PyObject* object) {
+  auto* self = reinterpret_cast<FastMethod*>(object);
+  PyObject* window = PyWeakref_GetObject(self->window_ref);
+  PyObject* name = PyObject_GetAttrString(self->function, "__name__");
+  if (name == nullptr) return nullptr;
+  PyObject* text = PyUnicode_FromFormat("<fast path of %U of %R>", name, window);
+  Py_DECREF(name);
+  return text;
+}
+
+PyObject* fast_method_doc(PyObject* object, void*) {
+  return PyObject_GetAttrString(reinterpret_cast<FastMethod*>(object)->function, "__doc__");
+}
+
+PyGetSetDef fast_method_getset[] = {
+    {"__doc__", fast_method_doc, nullptr, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject* fast_method_type() {
+  static PyTypeObject type = [] {
+    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+    t.tp_name = "rma._core.FastMethod";
+    t.tp_basicsize = sizeof(FastMethod);
+    t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+    t.tp_vectorcall_offset = offsetof(FastMethod, vectorcall);
+    t.tp_call = PyVectorcall_Call;
+    t.tp_dealloc = fast_method_dealloc;
+    t.tp_repr = fast_method_repr;
+    t.tp_getset = fast_method_getset;
+    return t;
+  }();
+  return &type;
+}
+
+const Call* call_named(const std::string& name) {
+  static const std::pair<const char*, Call> calls[] = {
+      {"put", Call::Put},
+      {"get", Call::Get},
+      {"accumulate", Call::Accumulate},
+      {"get_accumulate", Call::GetAccumulate},
+      {"fetch_and_op", Call::FetchAndOp},
+      {"compare_and_swap", Call::CompareAndSwap},
+      {"flush", Call::Flush},
+  };
+  for (const auto& [known, call] : calls) {
+    if (name == known) return &call;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
 void register_direct_calls(py::module_& m) {
+  if (PyType_Ready(fast_method_type()) < 0) throw py::error_already_set();
   py::class_<DirectCalls>(m, "DirectCalls")
       .def(py::init<std::shared_ptr<rma::Window>, const py::list&, const py::list&>(), py::arg("window"),
-           py::arg("layout"), py::arg("element_dtypes"))
-      .def("put", &DirectCalls::put)
-      .def("get", &DirectCalls::get)
-      .def("get_accumulate", &DirectCalls::get_accumulate)
-      .def("fetch_and_op", &DirectCalls::fetch_and_op)
-      .def("compare_and_swap", &DirectCalls::compare_and_swap)
-      .def("flush", &DirectCalls::flush);
+           py::arg("layout"), py::arg("element_dtypes"));
+  m.def(
+      "fast_method",
+      [](py::object direct, const std::string& name, py::function function, py::object window) {
+        const Call* call = call_named(name);
+        if (call == nullptr) throw py::value_error("rma: no fast path for " + name);
+        auto* self = PyObject_New(FastMethod, fast_method_type());
+        if (self == nullptr) throw py::error_already_set();
+        self->vectorcall = fast_method_call;
+        self->direct = direct.cast<DirectCalls*>();
+        self->direct_owner = direct.release().ptr();
+        self->function = function.release().ptr();
+        self->window_ref = PyWeakref_NewRef(window.ptr(), nullptr);
+        self->call = *call;
+        if (self->window_ref == nullptr) {
+          Py_DECREF(self);
+          throw py::error_already_set();
+        }
+        return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
+      },
+      py::arg("direct"), py::arg("name"), py::arg("function"), py::arg("window"),
+      "A window's fast front for one of its methods (see register_direct_calls.cpp).");
 }

@@ -378,6 +378,7 @@ Bytes Window::apply_request(Kind kind, ReduceOp op, ElementType type, const Regi
 }
 
 void Window::put(int target, const void* data, const Region& region) {
+  if (region.is_contiguous() && put_direct(target, data, region.offset(), region.bytes())) return;
   if (!admit("put", target, region)) return;
   if (std::byte* memory = direct(target)) {
     auto source = static_cast<const std::byte*>(data);
@@ -397,6 +398,7 @@ void Window::put(int target, const void* data, const Region& region) {
 }
 
 void Window::get(int target, void* out, const Region& region) {
+  if (region.is_contiguous() && get_direct(target, out, region.offset(), region.bytes())) return;
   if (!admit("get", target, region)) return;
   if (std::byte* memory = direct(target)) {
     auto into = static_cast<std::byte*>(out);
@@ -420,6 +422,10 @@ void Window::accumulate(int target, ReduceOp op, ElementType type, const void* d
 
 void Window::get_accumulate(int target, ReduceOp op, ElementType type, const void* data,
                             void* result, const Region& region) {
+  if (region.is_contiguous() && region.element_size() == element_size(type) &&
+      get_accumulate_direct(target, op, type, data, result, region.offset(), region.bytes())) {
+    return;
+  }
   const char* call = result ? "get_accumulate" : "accumulate";
   if (!op_fits(op, type)) {
     throw UsageError("rma: " + where(call, target) + ": " + describe(op) + " does not apply to " +
@@ -448,6 +454,10 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
 
 void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
                               void* result, const Region& region) {
+  if (region.elements() == 1 && region.element_size() == element_size(type) &&
+      compare_and_swap_direct(target, type, data, compare, result, region.offset())) {
+    return;
+  }
   if (type == ElementType::Bytes || type == ElementType::Float32 || type == ElementType::Float64 ||
       type == ElementType::Complex64 || type == ElementType::Complex128) {
     throw UsageError("rma: " + where("compare_and_swap", target) + ": compare_and_swap takes " +
@@ -486,11 +496,7 @@ void Window::complete_all(const char* call) {
 
 void Window::fence(int mode) {
   if (freed_) throw RmaError("rma: " + where("fence", -1) + ": the window was freed");
-  constexpr int kAllModes = kModeNoCheck | kModeNoStore | kModeNoPut | kModeNoPrecede | kModeNoSucceed;
-  if (mode & ~kAllModes) {
-    throw UsageError("rma: " + where("fence", -1) + ": mode " + std::to_string(mode) +
-                     " is not a combination of rma.Mode flags");
-  }
+  check_mode(mode, "fence");
   if (in_passive_epoch(kProcNull)) {
     throw EpochError("rma: " + where("fence", -1) + ": a passive-target epoch (lock) is open on this window; unlock first");
   }
@@ -519,6 +525,14 @@ void Window::fence(int mode) {
   raise_refusal();
 }
 
+void Window::check_mode(int mode, const char* call) const {
+  constexpr int kAllModes = kModeNoCheck | kModeNoStore | kModeNoPut | kModeNoPrecede | kModeNoSucceed;
+  if (mode & ~kAllModes) {
+    throw UsageError("rma: " + where(call, -1) + ": mode " + std::to_string(mode) +
+                     " is not a combination of rma.Mode flags");
+  }
+}
+
 void Window::raise_refusal() {
   std::string refusal;
   {
@@ -536,7 +550,8 @@ void Window::check_group(const std::vector<int>& group, const char* call) const 
                        " in the group is not a rank of the window (size " + std::to_string(size()) + ")");
     }
     if (seen[rank]++) {
-      throw UsageError("rma: " + where(call, -1) + ": rank " + std::to_string(rank) + " is in the group twice");
+      throw UsageError("rma: " + where(call, -1) + ": ranks must be distinct, but rank " + std::to_string(rank) +
+                       " is in the group twice");
     }
   }
 }
@@ -583,6 +598,7 @@ void Window::notify(uint16_t handler, const std::vector<int>& ranks) {
 }
 
 void Window::post(const std::vector<int>& group, int mode) {
+  check_mode(mode, "post");
   leave_idle_fence("post");
   check_group(group, "post");
   if (exposure_open_) {
@@ -597,6 +613,7 @@ void Window::post(const std::vector<int>& group, int mode) {
 }
 
 void Window::start(const std::vector<int>& group, int mode) {
+  check_mode(mode, "start");
   leave_idle_fence("start");
   check_group(group, "start");
   if (access_open_) {
@@ -698,6 +715,7 @@ void Window::note_complete(int source, std::span<const std::byte>, size_t) {
 
 void Window::complete_target(int target, const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (control_ && outstanding_to_[target].load() == 0) return;  // every call was direct: done
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
   if (!control_) transport.flush(comm_->members()[target], deadline);
@@ -806,11 +824,9 @@ int Window::request_shared_lock(int target, int type, bool try_only, const char*
       return;
     }
     queue.enqueue(rank(), type);
-    queue.grant_waiting([&](int origin) {
-      control_->grants(target)[origin].store(1);
-      control_->bell(origin).ring();
-    });
+    grant_from(queue, target);
   });
+  if (grant.load() != 0) return static_cast<int>(grant.load());  // granted (or refused) at once
   std::vector<int> watch{comm_->members()[target]};
   try {
     comm_->runtime().transport().wait_until([&] { return grant.load() != 0; }, comm_->runtime().deadline(), watch, [&] {
@@ -829,9 +845,13 @@ int Window::request_shared_lock(int target, int type, bool try_only, const char*
 
 void Window::release_from(LockQueue& queue, int target) {
   queue.release(rank());
+  grant_from(queue, target);
+}
+
+void Window::grant_from(LockQueue& queue, int target) {
   queue.grant_waiting([&](int origin) {
     control_->grants(target)[origin].store(1);
-    control_->bell(origin).ring();
+    if (origin != rank()) control_->bell(origin).ring();  // (this rank is awake)
   });
 }
 
@@ -897,6 +917,7 @@ void Window::unlock_all() {
 }
 
 void Window::flush(int target) {
+  if (flush_direct(target)) return;
   if (freed_) throw RmaError("rma: " + where("flush", -1) + ": the window was freed");
   if (target == kProcNull) return;
   if (target < 0 || target >= size() || !passive_access(target)) {

@@ -85,7 +85,8 @@ class Window : public std::enable_shared_from_this<Window> {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare,
                         void* result, const Region& region);
 
-  // The direct path alone, for Python's most frequent calls (window_direct.cpp): a shared
+  // The direct path alone (window_direct.cpp), which the calls above try first and Python's
+  // fast path calls itself: a shared
   // window, one contiguous run of `bytes` bytes at byte `offset` of target's memory, an epoch
   // that admits the call without waiting. True when done (complete at target, like every
   // direct call); false, with nothing done or counted, when the call needs the general path
@@ -172,6 +173,7 @@ class Window : public std::enable_shared_from_this<Window> {
   static bool lock_free_everywhere(ElementType type, const Region& region, const std::byte* memory);
   std::byte* local_address(uint64_t offset);
   // Access and exposure epochs.
+  void check_mode(int mode, const char* call) const;  // UsageError unless rma.Mode flags
   void check_group(const std::vector<int>& group, const char* call) const;
   void leave_idle_fence(const char* call);
   void consume_post(int target, const char* call);
@@ -186,6 +188,7 @@ class Window : public std::enable_shared_from_this<Window> {
   // (returns it: 1 granted, 2 refused); release_from leaves a queue and grants the next.
   int request_shared_lock(int target, int type, bool try_only, const char* call);
   void release_from(LockQueue& queue, int target);
+  void grant_from(LockQueue& queue, int target);  // grants what the queue can, and tells them
   // The bell this rank sleeps on while it waits for a shared-memory condition (else null).
   Bell* own_bell() { return control_ ? &control_->bell(rank()) : nullptr; }
   void release(int target);
