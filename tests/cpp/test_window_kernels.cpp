@@ -1,6 +1,7 @@
 // Target regions and the accumulate kernels, without any fabric.
 #include <complex>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -127,6 +128,59 @@ int main() {
     for (auto& thread : threads) thread.join();
     CHECK(sum == std::complex<double>(80000, 80000));
     CHECK(product > 1.0080 && product < 1.0081);  // 1.0000001^80000, if no update was lost
+  });
+
+  test::run("plain loops compute what the atomic ones do, for every op and type", [] {
+    // Same bytes in, same bytes out (target and fetched), misaligned by one byte as in a
+    // raw window, for counts that cover the vectorized body and its tail.
+    const ElementType types[] = {ElementType::Bool, ElementType::Int8, ElementType::UInt8, ElementType::Int16,
+                                 ElementType::UInt16, ElementType::Int32, ElementType::UInt32, ElementType::Int64,
+                                 ElementType::UInt64, ElementType::Float32, ElementType::Float64,
+                                 ElementType::Complex64, ElementType::Complex128};
+    std::mt19937 random(7);
+    int compared = 0;
+    for (ElementType type : types) {
+      size_t size = rma::element_size(type);
+      for (int op_code = 0; op_code <= static_cast<int>(ReduceOp::NoOp); ++op_code) {
+        auto op = static_cast<ReduceOp>(op_code);
+        if (!rma::op_fits(op, type)) continue;
+        for (size_t count : {1, 7, 33}) {
+          std::vector<std::byte> start(count * size + 1), operand(count * size);
+          for (auto& b : start) b = static_cast<std::byte>(random() % 4);  // small values: no NaN, bools 0-3
+          for (auto& b : operand) b = static_cast<std::byte>(random() % 4);
+          bool floating = type == ElementType::Float32 || type == ElementType::Float64 ||
+                          type == ElementType::Complex64 || type == ElementType::Complex128;
+          if (floating) {
+            // Whole numbers in every component, so that min, max and prod are exact both ways.
+            size_t component = (type == ElementType::Float32 || type == ElementType::Complex64) ? 4 : 8;
+            for (size_t i = 0; i < count * size / component; ++i) {
+              for (std::byte* into : {start.data() + 1 + i * component, operand.data() + i * component}) {
+                double whole = static_cast<double>(random() % 5);
+                float narrow = static_cast<float>(whole);
+                std::memcpy(into, component == 4 ? static_cast<void*>(&narrow) : static_cast<void*>(&whole), component);
+              }
+            }
+          }
+          if (type == ElementType::Bool) {
+            for (auto& b : start) b = static_cast<std::byte>(static_cast<int>(b) & 1);
+            for (auto& b : operand) b = static_cast<std::byte>(static_cast<int>(b) & 1);
+          }
+          auto atomic = start, plain = start;
+          std::vector<std::byte> fetched_atomic(count * size), fetched_plain(count * size);
+          rma::apply_reduce(op, type, size, atomic.data() + 1, operand.data(), fetched_atomic.data(), count);
+          rma::apply_reduce_plain(op, type, size, plain.data() + 1, operand.data(), fetched_plain.data(), count);
+          CHECK(atomic == plain);
+          CHECK(fetched_atomic == fetched_plain);
+          ++compared;
+        }
+      }
+    }
+    CHECK(compared > 150);
+    int32_t value = 4, expected = 4, desired = 9, seen = 0;
+    rma::compare_and_swap_plain(ElementType::Int32, 4, &value, &expected, &desired, &seen);
+    CHECK(value == 9 && seen == 4);
+    rma::compare_and_swap_plain(ElementType::Int32, 4, &value, &expected, &desired, &seen);
+    CHECK(value == 9 && seen == 9);
   });
 
   return test::finish();

@@ -129,6 +129,44 @@ void cas_typed(void* target, const void* compare, const void* operand, void* fet
   std::memcpy(fetched, &old, sizeof(T));
 }
 
+// target[i] = Op(target[i], operand[i]) without atomics: with Op fixed at compile time, the
+// loop is a plain element-wise loop that the compiler vectorizes.
+template <class T, ReduceOp Op>
+void plain_loop(std::byte* target, const std::byte* operand, std::byte* fetched, size_t count) {
+  if (fetched != nullptr) std::memcpy(fetched, target, count * sizeof(T));
+  if constexpr (Op == ReduceOp::NoOp) {
+    return;
+  } else if constexpr (Op == ReduceOp::Replace) {
+    std::memcpy(target, operand, count * sizeof(T));
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      T updated = combine<T>(Op, load<T>(target + i * sizeof(T)), load<T>(operand + i * sizeof(T)));
+      std::memcpy(target + i * sizeof(T), &updated, sizeof(T));
+    }
+  }
+}
+
+template <class T>
+void plain_typed(ReduceOp op, void* target, const void* operand, void* fetched, size_t count) {
+  auto* to = static_cast<std::byte*>(target);
+  auto* in = static_cast<const std::byte*>(operand);
+  auto* out = static_cast<std::byte*>(fetched);
+  switch (op) {
+    case ReduceOp::Sum: return plain_loop<T, ReduceOp::Sum>(to, in, out, count);
+    case ReduceOp::Prod: return plain_loop<T, ReduceOp::Prod>(to, in, out, count);
+    case ReduceOp::Min: return plain_loop<T, ReduceOp::Min>(to, in, out, count);
+    case ReduceOp::Max: return plain_loop<T, ReduceOp::Max>(to, in, out, count);
+    case ReduceOp::Land: return plain_loop<T, ReduceOp::Land>(to, in, out, count);
+    case ReduceOp::Lor: return plain_loop<T, ReduceOp::Lor>(to, in, out, count);
+    case ReduceOp::Lxor: return plain_loop<T, ReduceOp::Lxor>(to, in, out, count);
+    case ReduceOp::Band: return plain_loop<T, ReduceOp::Band>(to, in, out, count);
+    case ReduceOp::Bor: return plain_loop<T, ReduceOp::Bor>(to, in, out, count);
+    case ReduceOp::Bxor: return plain_loop<T, ReduceOp::Bxor>(to, in, out, count);
+    case ReduceOp::Replace: return plain_loop<T, ReduceOp::Replace>(to, in, out, count);
+    case ReduceOp::NoOp: return plain_loop<T, ReduceOp::NoOp>(to, in, out, count);
+  }
+}
+
 // Calls f with a value of the C++ type of `type` (as a tag).
 template <class F>
 void dispatch(ElementType type, F&& f) {
@@ -223,6 +261,27 @@ void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* tar
 void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand,
                       void* fetched) {
   dispatch(type, [&](auto tag) { cas_typed<decltype(tag)>(target, compare, operand, fetched); });
+}
+
+void apply_reduce_plain(ReduceOp op, ElementType type, size_t element_bytes, void* target,
+                        const void* operand, void* fetched, size_t count) {
+  if (!op_fits(op, type)) {
+    throw UsageError("rma: " + describe(op) + " does not apply to " + describe(type));
+  }
+  if (type == ElementType::Bytes) {
+    size_t bytes = element_bytes * count;
+    if (fetched != nullptr) std::memcpy(fetched, target, bytes);
+    if (op == ReduceOp::Replace) std::memcpy(target, operand, bytes);
+    return;
+  }
+  dispatch(type, [&](auto tag) { plain_typed<decltype(tag)>(op, target, operand, fetched, count); });
+}
+
+void compare_and_swap_plain(ElementType type, size_t element_bytes, void* target, const void* compare,
+                            const void* operand, void* fetched) {
+  size_t size = type == ElementType::Bytes ? element_bytes : element_size(type);
+  std::memcpy(fetched, target, size);
+  if (std::memcmp(target, compare, size) == 0) std::memcpy(target, operand, size);
 }
 
 }  // namespace rma

@@ -1,7 +1,8 @@
-// The element-wise operations of the accumulate family, applied at the target with CPU
-// atomics (one compare-and-swap loop per element), so concurrent updates of one element from
-// any number of ranks are exact, as if applied in some order. Which op fits which type is
-// checked above (Python) and again here.
+// The element-wise operations of the accumulate family. Two forms: with CPU atomics (one
+// compare-and-swap loop per element), so concurrent updates of one element from any number of
+// threads are exact, as if applied in some order; and plain loops, which the compiler
+// vectorizes, for a caller that holds a lock every updater of that memory takes (a shared
+// window's accumulate lock). Which op fits which type is checked above (Python) and again here.
 #pragma once
 
 #include <cstddef>
@@ -35,5 +36,11 @@ void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* tar
 // Atomically: fetched = target; if (target == compare) target = operand. One element.
 void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand,
                       void* fetched);
+
+// The same two without atomics (any alignment), for a caller holding the memory's lock.
+void apply_reduce_plain(ReduceOp op, ElementType type, size_t element_bytes, void* target,
+                        const void* operand, void* fetched, size_t count);
+void compare_and_swap_plain(ElementType type, size_t element_bytes, void* target, const void* compare,
+                            const void* operand, void* fetched);
 
 }  // namespace rma

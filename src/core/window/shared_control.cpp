@@ -34,8 +34,9 @@ std::shared_ptr<SharedSegment> SharedControl::create_block(int ranks) {
   return block;
 }
 
-SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank)
-    : blocks_(std::move(blocks)), rank_(rank) {
+SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank,
+                             std::function<void(const char*)> stalled)
+    : blocks_(std::move(blocks)), rank_(rank), stalled_(std::move(stalled)) {
   Layout at = layout(size(), sizeof(Header));
   posts_at_ = at.posts;
   completes_at_ = at.completes;
@@ -48,13 +49,23 @@ void SharedControl::notify(std::atomic<uint64_t>* (SharedControl::*counters)(int
   bell(receiver).ring();
 }
 
+void SharedControl::acquire(std::atomic<uint32_t>& spin, const char* what) {
+  if (spin.exchange(1, std::memory_order_acquire) == 0) return;
+  auto check_at = Clock::now() + kStallCheck;
+  do {
+    while (spin.load(std::memory_order_relaxed) != 0) {
+      sched_yield();
+      if (Clock::now() >= check_at) {
+        if (stalled_) stalled_(what);
+        check_at = Clock::now() + kStallCheck;
+      }
+    }
+  } while (spin.exchange(1, std::memory_order_acquire) != 0);
+}
+
 void SharedControl::with_queue(int target, const std::function<void(LockQueue&)>& change) {
-  // A spin lock around a few instructions; yields at once when contended, since the holder
-  // may be a process descheduled on an oversubscribed host.
   std::atomic<uint32_t>& spin = header(target).queue_spin;
-  while (spin.exchange(1, std::memory_order_acquire) != 0) {
-    while (spin.load(std::memory_order_relaxed) != 0) sched_yield();
-  }
+  acquire(spin, "the lock queue");
   try {
     change(queue(target));
   } catch (...) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/bell.hpp"
+#include "runtime/waiting.hpp"
 #include "window/lock_queue.hpp"
 #include "runtime/shared_segment.hpp"
 
@@ -24,8 +25,11 @@ class SharedControl {
   static size_t bytes(int ranks);
   // Creates this rank's block (shared, not yet known to the others).
   static std::shared_ptr<SharedSegment> create_block(int ranks);
-  // blocks: every rank's block, by rank, as mapped here.
-  SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank);
+  // blocks: every rank's block, by rank, as mapped here. stalled(what) is called every few
+  // milliseconds while this rank waits for one of the spin locks (for deadline and peer
+  // checks: it may throw, which gives up the wait); what names the lock.
+  SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank,
+                std::function<void(const char* what)> stalled);
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(blocks_.size()); }
@@ -42,6 +46,22 @@ class SharedControl {
   std::atomic<uint32_t>* grants(int target) { return array<std::atomic<uint32_t>>(target, grants_at_); }
   void with_queue(int target, const std::function<void(LockQueue&)>& change);
 
+  // Runs apply under target's accumulate lock: every accumulate-family call on a shared
+  // window takes it, so the calls apply with plain (vectorized) loops and stay atomic with
+  // respect to each other, whatever the element type or alignment.
+  template <class Apply>
+  void with_accumulate_lock(int target, Apply&& apply) {
+    std::atomic<uint32_t>& spin = header(target).accumulate_spin;
+    acquire(spin, "the accumulate lock");
+    try {
+      apply();
+    } catch (...) {
+      spin.store(0, std::memory_order_release);
+      throw;
+    }
+    spin.store(0, std::memory_order_release);
+  }
+
   // The fence barrier among every rank, at rank 0's block: arrive, then wait with
   // wait(generation changed) (the caller's wait loop checks peers and deadlines).
   uint32_t arrive();  // returns the generation to wait past (the barrier is done when it changes)
@@ -53,7 +73,12 @@ class SharedControl {
     alignas(64) std::atomic<uint32_t> fence_arrived;
     std::atomic<uint32_t> fence_generation;
     alignas(64) std::atomic<uint32_t> queue_spin;
+    alignas(64) std::atomic<uint32_t> accumulate_spin;
   };
+  // A spin lock around a few instructions (or one accumulate): yields while contended,
+  // since the holder may be a process descheduled on an oversubscribed host.
+  void acquire(std::atomic<uint32_t>& spin, const char* what);
+  static constexpr std::chrono::milliseconds kStallCheck{10};
   Header& header(int rank) const { return *reinterpret_cast<Header*>(blocks_[rank]->data()); }
   template <class T>
   T* array(int rank, size_t at) const { return reinterpret_cast<T*>(blocks_[rank]->data() + at); }
@@ -61,6 +86,7 @@ class SharedControl {
 
   std::vector<std::shared_ptr<SharedSegment>> blocks_;
   int rank_;
+  std::function<void(const char*)> stalled_;
   size_t posts_at_, completes_at_, grants_at_, queue_at_;
 };
 

@@ -50,19 +50,6 @@ std::shared_ptr<SharedSegment> Window::segment(int rank) const {
   return rank >= 0 && rank < static_cast<int>(segments_.size()) ? segments_[rank] : nullptr;
 }
 
-bool Window::lock_free_everywhere(ElementType type, const Region& region, const std::byte* memory) {
-  // Elements without a lock-free CPU atomic (complex128, misaligned ones in a raw window) fall
-  // back to a lock private to each process: from several processes that is no exclusion, so
-  // those calls go to the target as messages, where one process applies them all.
-  size_t size = element_size(type);
-  if (size == 0 || !lock_free_type(type)) return false;
-  if ((reinterpret_cast<uintptr_t>(memory) + region.offset()) % size != 0) return false;
-  for (const auto& dim : region.dims()) {
-    if (dim.stride % static_cast<int64_t>(size) != 0) return false;
-  }
-  return true;
-}
-
 std::byte* Window::direct(int target) const {
   return segments_.empty() ? nullptr : segments_[target]->data();
 }
@@ -118,7 +105,9 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->in_access_group_.assign(members, 0);
   window->post_matched_.assign(members, 0);
   if (segment) {
-    window->control_ = std::make_unique<SharedControl>(std::move(control_blocks), own->rank());
+    Window* self = window.get();
+    window->control_ = std::make_unique<SharedControl>(std::move(control_blocks), own->rank(),
+                                                       [self](const char* what) { self->stalled(what); });
     window->posts_seen_ = window->control_->posts(own->rank());
     window->completes_seen_ = window->control_->completes(own->rank());
   } else {
@@ -433,14 +422,16 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
   }
   if (!admit(call, target, region)) return;
   std::byte* memory = direct(target);
-  if (memory != nullptr && lock_free_everywhere(type, region, memory)) {
-    // The same CPU atomics the target applies to messages: the two paths stay mutually atomic.
+  if (memory != nullptr) {
+    // A shared window: every accumulate to target applies here, under its accumulate lock.
     auto operand = static_cast<const std::byte*>(data);
     auto fetched = static_cast<std::byte*>(result);
     uint32_t element = region.element_size();
-    each_run(region, memory, [&](size_t at, std::byte* to, uint64_t length) {
-      apply_reduce(op, type, element, to, op == ReduceOp::NoOp ? nullptr : operand + at,
-                   fetched ? fetched + at : nullptr, length / element);
+    control_->with_accumulate_lock(target, [&] {
+      each_run(region, memory, [&](size_t at, std::byte* to, uint64_t length) {
+        apply_reduce_plain(op, type, element, to, op == ReduceOp::NoOp ? nullptr : operand + at,
+                           fetched ? fetched + at : nullptr, length / element);
+      });
     });
     return;
   }
@@ -468,8 +459,10 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
     throw UsageError("rma: " + where("compare_and_swap", target) + ": exactly one element");
   }
   std::byte* memory = direct(target);
-  if (memory != nullptr && lock_free_everywhere(type, region, memory)) {
-    rma::compare_and_swap(type, memory + region.offset(), compare, data, result);
+  if (memory != nullptr) {
+    control_->with_accumulate_lock(target, [&] {
+      compare_and_swap_plain(type, region.element_size(), memory + region.offset(), compare, data, result);
+    });
     return;
   }
   Bytes message = apply_request(Kind::CompareSwap, ReduceOp::Replace, type, region);
@@ -530,6 +523,16 @@ void Window::check_mode(int mode, const char* call) const {
   if (mode & ~kAllModes) {
     throw UsageError("rma: " + where(call, -1) + ": mode " + std::to_string(mode) +
                      " is not a combination of rma.Mode flags");
+  }
+}
+
+void Window::stalled(const char* what) {
+  // Waiting long for a spin lock of the control block: if some rank died, it may have died
+  // holding it. (A live holder keeps it a few instructions, so the wait is long only then.)
+  Transport& transport = comm_->runtime().transport();
+  if (transport.peers().any_dead()) {
+    transport.peers().check(comm_->members(), comm_->runtime().rank(),
+                            "a call on " + label_ + " (waiting for " + what + ")");
   }
 }
 

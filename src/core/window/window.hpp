@@ -169,8 +169,8 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether [low, high) of this rank's memory is exposed to a peer's request (for a dynamic
   // window, with attachments_mutex_ held).
   bool exposes_locally(int64_t low, int64_t high) const;
-  // Whether every element of region can be updated with a lock-free CPU atomic at memory.
-  static bool lock_free_everywhere(ElementType type, const Region& region, const std::byte* memory);
+  // A wait for one of the control block's spin locks is taking long: PeerError if a rank died.
+  void stalled(const char* what);
   std::byte* local_address(uint64_t offset);
   // Access and exposure epochs.
   void check_mode(int mode, const char* call) const;  // UsageError unless rma.Mode flags

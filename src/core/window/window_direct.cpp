@@ -1,5 +1,6 @@
 // The direct path on its own: what a call to a shared window costs when nothing about it needs
-// the general path (window.cpp). Python tries these first (src/bindings/register_direct_calls.cpp),
+// the general path (window.cpp). Accumulates apply under the target's accumulate lock
+// (shared_control.hpp) with plain loops. Python tries these first (src/bindings/register_direct_calls.cpp),
 // so a small put or fetch_and_op from Python is a bounds check and a memcpy or one CPU atomic.
 // Anything unusual (a strided region, PROC_NULL, a post not yet seen, an error to raise)
 // returns false before touching anything, and the general path takes the call from the start.
@@ -42,27 +43,15 @@ bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) 
   return true;
 }
 
-namespace {
-// Whether elements of type at `to` take a lock-free CPU atomic (the same test as
-// Window::lock_free_everywhere, for one contiguous run).
-bool atomic_at(ElementType type, const std::byte* base, uint64_t offset) {
-  size_t size = element_size(type);
-  return size != 0 && lock_free_type(type) && (reinterpret_cast<uintptr_t>(base) + offset) % size == 0;
-}
-}  // namespace
-
 bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data,
                                    void* result, uint64_t offset, uint64_t bytes) {
   size_t element = element_size(type);
   if (element == 0 || bytes % element != 0 || !op_fits(op, type)) return false;
-  // Check before admitting, so that a refusal leaves nothing counted.
-  if (segments_.empty() || target < 0 || target >= size() ||
-      !atomic_at(type, segments_[target]->data(), offset)) {
-    return false;
-  }
   std::byte* to = admit_direct(target, offset, bytes);
   if (to == nullptr) return false;
-  apply_reduce(op, type, element, to, op == ReduceOp::NoOp ? nullptr : data, result, bytes / element);
+  control_->with_accumulate_lock(target, [&] {
+    apply_reduce_plain(op, type, element, to, op == ReduceOp::NoOp ? nullptr : data, result, bytes / element);
+  });
   return true;
 }
 
@@ -71,13 +60,10 @@ bool Window::compare_and_swap_direct(int target, ElementType type, const void* d
   size_t element = element_size(type);
   bool comparable = type != ElementType::Bytes && type != ElementType::Float32 && type != ElementType::Float64 &&
                     type != ElementType::Complex64 && type != ElementType::Complex128;
-  if (!comparable || segments_.empty() || target < 0 || target >= size() ||
-      !atomic_at(type, segments_[target]->data(), offset)) {
-    return false;
-  }
+  if (!comparable) return false;
   std::byte* to = admit_direct(target, offset, element);
   if (to == nullptr) return false;
-  rma::compare_and_swap(type, to, compare, data, result);
+  control_->with_accumulate_lock(target, [&] { compare_and_swap_plain(type, element, to, compare, data, result); });
   return true;
 }
 
