@@ -307,3 +307,41 @@ def test_sigint_interrupts_a_call_blocked_inside_rma():
     out = rmarun("-n", "2", "--tag-output", "-c", code, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "[0] interrupted True" in out.stdout and "[1] got go" in out.stdout
+
+
+@pytest.mark.parametrize("blocked_in", ["wait", "lock"])
+def test_sigint_interrupts_a_window_wait_in_shared_memory(blocked_in):
+    # Shared windows wait on a futex through the methods' fast fronts: a SIGINT must end
+    # the wait at once, as KeyboardInterrupt, and leave the window usable.
+    code = textwrap.dedent(f"""
+        import os, signal, threading, time, numpy as np, rma
+        comm = rma.init()
+        win = rma.Window.allocate(comm, 1, np.int64)
+        if comm.rank == 1:
+            win.lock(1)  # held until rank 0 was interrupted
+        comm.barrier()
+        if comm.rank == 0:
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            began = time.monotonic()
+            try:
+                if "{blocked_in}" == "wait":
+                    win.post([1]); win.wait()  # rank 1 never starts
+                else:
+                    win.lock(1)
+            except KeyboardInterrupt:
+                print("interrupted", time.monotonic() - began < 5)
+            comm.send("go", 1)
+        else:
+            comm.recv(0)
+            win.unlock(1)
+            print("unlocked")
+        comm.barrier()
+        if comm.rank == 0 and "{blocked_in}" == "lock":
+            with win.lock(1):  # the interrupted request left the queue
+                print("relocked")
+    """)
+    out = rmarun("-n", "2", "--tag-output", "-c", code, timeout=60)
+    assert "[0] interrupted True" in out.stdout, out.stdout + out.stderr
+    assert "[1] unlocked" in out.stdout
+    if blocked_in == "lock":
+        assert "[0] relocked" in out.stdout

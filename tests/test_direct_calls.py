@@ -200,3 +200,61 @@ def test_bad_arguments_raise_as_the_methods_do(comm):
     assert "put" in repr(win.put)
     comm.barrier()
     win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3])
+def test_epoch_fronts_take_every_form_of_their_arguments(comm):
+    win = rma.Window.allocate(comm, 4, np.int64)
+    peer = (comm.rank + 1) % comm.size
+    left = (comm.rank - 1) % comm.size
+    one = np.ones(1, np.int64)
+    with win.fence(mode=0):
+        win.put(one, peer)
+    win.fence(rma.Mode.NOSTORE)  # a flag, not an int: the general path
+    win.fence(rma.Mode.NOSUCCEED)
+    with win.post(group=[left]), win.start(rma.Group([peer])):  # list fast, Group general
+        win.accumulate(one, peer, 1)
+    with win.post([left], mode=0), win.start([peer], 0):
+        win.accumulate(one, peer, 1)
+    with win.lock(rank=peer, lock_type=rma.LOCK_SHARED, mode=0) as same:
+        assert same is win
+        got = np.zeros(4, np.int64)
+        win.get(got, peer)
+    with win.lock(np.int64(peer)):  # a NumPy rank: the general path, same epoch
+        pass
+    assert list(got) == [1, 2, 0, 0]
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2])
+def test_epoch_fronts_raise_what_the_methods_raise(comm):
+    win = rma.Window.allocate(comm, 4, np.int64)
+    peer = comm.size - 1
+    with pytest.raises(rma.EpochError, match="no access epoch"):
+        win.complete()
+    with pytest.raises(rma.EpochError, match="no exposure epoch"):
+        win.wait()
+    with pytest.raises(rma.EpochError, match="holds no lock"):
+        win.unlock(peer)
+    with pytest.raises(ValueError, match="not a combination"):
+        win.fence(64)
+    with pytest.raises(ValueError, match="lock_type"):
+        win.lock(peer, 3)
+    with pytest.raises(ValueError, match="not a rank"):
+        win.lock(comm.size)
+    with pytest.raises(ValueError, match="distinct"):
+        win.post([peer, peer])
+    with pytest.raises(TypeError):
+        win.start(["a"])
+    with pytest.raises(TypeError):
+        win.fence(0, 0)
+    comm.barrier()
+    win.free()
+    with pytest.raises(rma.RMAError, match="freed"):
+        win.fence()
+    quiet = rma.Window.allocate(comm, 1, np.int64, info={"no_locks": True})
+    with pytest.raises(rma.EpochError, match="no_locks"):
+        quiet.lock(0)
+    comm.barrier()
+    quiet.free()

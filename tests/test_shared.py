@@ -22,7 +22,7 @@ EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
 def test_allocate_on_one_host_uses_shared_memory(comm):
     win = rma.Window.allocate(comm, 4, np.int64)
     expected = "libfabric" if os.environ.get("RMA_TRANSPORT") == "libfabric" else "shared-memory"
-    assert win.transport == expected
+    assert win.transport == expected and win.info["transport"] == expected
     mine = rma.Window.create(comm, np.zeros(2))
     assert mine.transport == "libfabric"  # the caller's own memory is reached through libfabric
     mine.free()

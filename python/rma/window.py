@@ -43,7 +43,11 @@ from .ops import (
 __all__ = ["Window", "Request"]
 
 _KNOWN_HINTS = {"no_locks": False}
-_FAST_METHODS = ("put", "get", "accumulate", "get_accumulate", "fetch_and_op", "compare_and_swap", "flush")
+# Methods whose plain calls go straight to the core (src/bindings/register_direct_calls.cpp).
+_FAST_METHODS = (
+    *("put", "get", "accumulate", "get_accumulate", "fetch_and_op", "compare_and_swap", "flush"),
+    *("fence", "post", "start", "complete", "wait", "lock", "unlock"),
+)
 
 
 class _Epoch:
@@ -260,10 +264,12 @@ class Window:
         window._info = hints
         window._transport = "shared-memory" if shared else "libfabric"
         window._layout = [(tuple(shape), canonical_dtype(np.dtype(dt)), u) for shape, dt, u in layout]
-        # The hottest calls get fast fronts on the instance (they shadow the methods below):
-        # plain calls to a shared window go straight to the core; the fronts pass anything
-        # else, untouched, to the method itself (src/bindings/register_direct_calls.cpp).
-        direct = _core.DirectCalls(core, [(dt, u, dt == np.uint8) for _, dt, u in window._layout], ELEMENT_DTYPES)
+        # The hottest methods get fast fronts on the instance (they shadow the methods below):
+        # plain calls go straight to the core, data calls to a shared window without even a
+        # region; the fronts pass anything else, untouched, to the method itself.
+        direct = _core.DirectCalls(
+            core, [(dt, u, dt == np.uint8) for _, dt, u in window._layout], ELEMENT_DTYPES, hints["no_locks"]
+        )
         for name in _FAST_METHODS:
             setattr(window, name, _core.fast_method(direct, name, getattr(cls, name), window))
         # By target rank: arrays in use by calls not yet completed, and the copies into
@@ -320,8 +326,8 @@ class Window:
 
     @property
     def info(self) -> dict:
-        """Return the hints in force."""
-        return dict(self._info)
+        """Return the hints in force, and the transport the window's calls use."""
+        return {**self._info, "transport": self._transport}
 
     @property
     def transport(self) -> str:

@@ -1,10 +1,11 @@
-// The fast path from Python to shared windows: _core.DirectCalls and _core.fast_method.
+// The fast path from Python to the core: _core.DirectCalls and _core.fast_method.
 //
-// rma.Window gives each window instance fast fronts for its hottest methods (put, get,
-// accumulate, get_accumulate, fetch_and_op, compare_and_swap, flush). A front is a vectorcall
-// object: it parses the arguments itself, reads the NumPy arrays' headers and hands the core
-// one contiguous run, so that a small put or fetch_and_op from Python costs about what a bare
-// call costs. It takes only calls whose arguments need no conversion (C-contiguous arrays of
+// rma.Window gives each window instance fast fronts for its hottest methods: the calls (put,
+// get, accumulate, get_accumulate, fetch_and_op, compare_and_swap, flush) and the epochs
+// (fence, post, start, complete, wait, lock, unlock). A front is a vectorcall object: it
+// parses the arguments itself and calls the core without a Python frame in between; a call
+// reads the NumPy arrays' headers and hands the core one contiguous run, so that a small put
+// or fetch_and_op from Python costs about what a bare call costs. It takes only calls whose arguments need no conversion (C-contiguous arrays of
 // the target's dtype, int ranks and displacements, no target=); anything else goes, untouched,
 // to the class's method, the general path with its conversions and its errors. Direct calls
 // complete before they return, so no buffer needs keeping alive.
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "python_errors.hpp"
 #include "window/window.hpp"
 
 namespace py = pybind11;
@@ -71,8 +73,9 @@ class DirectCalls {
  public:
   // layout: per rank (dtype, disp_unit, raw). element_dtypes: the canonical dtype object of
   // each ElementType, in its order (window/reduce.hpp).
-  DirectCalls(std::shared_ptr<rma::Window> window, const py::list& layout, const py::list& element_dtypes)
-      : window_(std::move(window)) {
+  DirectCalls(std::shared_ptr<rma::Window> window, const py::list& layout, const py::list& element_dtypes,
+              bool no_locks)
+      : window_(std::move(window)), no_locks_(no_locks) {
     for (py::handle dtype : element_dtypes) element_dtypes_.push_back(py::reinterpret_borrow<py::object>(dtype));
     for (py::handle entry : layout) {
       auto item = entry.cast<py::tuple>();
@@ -132,6 +135,9 @@ class DirectCalls {
 
   bool flush(long rank) { return rank >= 0 && rank < static_cast<long>(targets_.size()) && window_->flush_direct(static_cast<int>(rank)); }
 
+  rma::Window& window() { return *window_; }
+  bool no_locks() const { return no_locks_; }
+
  private:
   // Large copies let other Python threads run meanwhile.
   static constexpr uint64_t kReleaseGilBytes = 256 * 1024;
@@ -185,33 +191,47 @@ class DirectCalls {
   }
 
   std::shared_ptr<rma::Window> window_;
+  bool no_locks_;  // the window's info hint: lock and lock_all refuse (the general path says so)
   std::vector<py::object> element_dtypes_, keep_;
   std::vector<TargetLayout> targets_;
 };
 
 // ---- the fronts ----
 
-enum class Call { Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap, Flush };
-
-// Each call's parameters, as the class's method names them. Those from "target_rank" on are
-// ints; "target" (keyword-only) must be None for the fast path.
-struct Signature {
-  std::array<const char*, 6> names;
-  int count;
+enum class Call {
+  Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap, Flush,  // data
+  Fence, Post, Start, Complete, Wait, Lock, Unlock                          // epochs
 };
 
-const Signature& signature(Call call) {
-  static const Signature signatures[] = {
-      {{"origin", "target_rank", "target_disp"}, 3},
-      {{"result", "target_rank", "target_disp"}, 3},
-      {{"origin", "target_rank", "target_disp", "op"}, 4},
-      {{"origin", "result", "target_rank", "target_disp", "op"}, 5},
-      {{"origin", "result", "target_rank", "target_disp", "op"}, 5},
-      {{"origin", "compare", "result", "target_rank", "target_disp"}, 5},
-      {{"rank"}, 1},
-  };
-  return signatures[static_cast<int>(call)];
-}
+// Each call's parameters as the class's method names them, and how many are required. Ranks,
+// displacements, ops, lock types and modes are ints; "target" (keyword-only, for the calls
+// that have it) must be None for the fast path.
+struct Signature {
+  const char* name;
+  std::array<const char*, 6> parameters;
+  int count;
+  int required;
+  bool has_target;
+};
+
+const Signature kSignatures[] = {
+    {"put", {"origin", "target_rank", "target_disp"}, 3, 2, true},
+    {"get", {"result", "target_rank", "target_disp"}, 3, 2, true},
+    {"accumulate", {"origin", "target_rank", "target_disp", "op"}, 4, 2, true},
+    {"get_accumulate", {"origin", "result", "target_rank", "target_disp", "op"}, 5, 3, true},
+    {"fetch_and_op", {"origin", "result", "target_rank", "target_disp", "op"}, 5, 3, false},
+    {"compare_and_swap", {"origin", "compare", "result", "target_rank", "target_disp"}, 5, 4, false},
+    {"flush", {"rank"}, 1, 1, false},
+    {"fence", {"mode"}, 1, 0, false},
+    {"post", {"group", "mode"}, 2, 1, false},
+    {"start", {"group", "mode"}, 2, 1, false},
+    {"complete", {}, 0, 0, false},
+    {"wait", {}, 0, 0, false},
+    {"lock", {"rank", "lock_type", "mode"}, 3, 1, false},
+    {"unlock", {"rank"}, 1, 1, false},
+};
+
+const Signature& signature(Call call) { return kSignatures[static_cast<int>(call)]; }
 
 struct FastMethod {
   PyObject_HEAD
@@ -223,54 +243,191 @@ struct FastMethod {
   Call call;
 };
 
-// Whether a window has Python-side bookkeeping to finish at flush (window._pending).
-bool has_pending(PyObject* window) {
-  static PyObject* name = PyUnicode_InternFromString("_pending");
-  PyObject* pending = PyObject_GetAttr(window, name);
-  if (pending == nullptr) {
-    PyErr_Clear();
-    return true;
-  }
-  int truth = PyObject_IsTrue(pending);
-  Py_DECREF(pending);
-  if (truth < 0) PyErr_Clear();
-  return truth != 0;
+PyObject* interned(const char* text) {
+  PyObject* name = PyUnicode_InternFromString(text);
+  if (name == nullptr) throw py::error_already_set();
+  return name;  // kept for the life of the process
 }
 
-// Tries the direct call with the parsed arguments; false: the general path must run.
-bool try_direct(FastMethod* self, PyObject** slots) {
+// window.<attribute> (a new reference), or null with no error set.
+PyObject* attribute(PyObject* window, const char* name_text) {
+  static PyObject* pending = interned("_pending");
+  static PyObject* epochs = interned("_epochs");
+  PyObject* name = std::strcmp(name_text, "_pending") == 0 ? pending : epochs;
+  PyObject* value = PyObject_GetAttr(window, name);
+  if (value == nullptr) PyErr_Clear();
+  return value;
+}
+
+// Whether the window has Python-side bookkeeping for target (or any target, when target is
+// null): buffers kept alive, results to copy back. Then the general path must synchronize.
+bool has_pending(PyObject* window, PyObject* target) {
+  PyObject* pending = attribute(window, "_pending");
+  if (pending == nullptr) return true;
+  int found = target == nullptr ? PyObject_IsTrue(pending) : PyDict_Contains(pending, target);
+  Py_DECREF(pending);
+  if (found < 0) PyErr_Clear();
+  return found != 0;
+}
+
+// The epoch object the window hands out for key (a new reference), or null if it has none yet.
+PyObject* cached_epoch(PyObject* window, PyObject* key) {
+  PyObject* epochs = attribute(window, "_epochs");
+  if (epochs == nullptr) return nullptr;
+  PyObject* epoch = PyDict_GetItemWithError(epochs, key);  // borrowed
+  Py_XINCREF(epoch);
+  Py_DECREF(epochs);
+  if (epoch == nullptr) PyErr_Clear();
+  return epoch;
+}
+
+// A list of exact ints (post and start's group); false for anything else.
+bool rank_list(PyObject* group, std::vector<int>& ranks) {
+  if (!PyList_CheckExact(group)) return false;
+  Py_ssize_t count = PyList_GET_SIZE(group);
+  ranks.resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    long rank;
+    if (!small_int(PyList_GET_ITEM(group, i), rank) || rank < INT32_MIN || rank > INT32_MAX) return false;
+    ranks[static_cast<size_t>(i)] = static_cast<int>(rank);
+  }
+  return true;
+}
+
+// An optional int argument (absent: fallback).
+bool int_or(PyObject* value, long fallback, long& out) {
+  if (value == nullptr) {
+    out = fallback;
+    return true;
+  }
+  return small_int(value, out);
+}
+
+constexpr long kAllModes = rma::kModeNoCheck | rma::kModeNoStore | rma::kModeNoPut | rma::kModeNoPrecede |
+                           rma::kModeNoSucceed;
+
+// Runs a core call that may block with the GIL released; a core exception becomes the Python
+// exception the general path would raise. False: an error is set.
+template <class Body>
+bool blocking(Body&& body) {
+  std::exception_ptr failure;
+  Py_BEGIN_ALLOW_THREADS
+  try {
+    body();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  Py_END_ALLOW_THREADS
+  if (!failure) return true;
+  if (!set_python_error(failure)) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& error) {
+      PyErr_SetString(PyExc_RuntimeError, error.what());
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "rma: unknown error in the core");
+    }
+  }
+  return false;
+}
+
+enum class Outcome { Done, General, Failed };
+
+// The epoch calls: the core call itself, when the arguments are plain and nothing Python-side
+// must be finished first. result: what the call returns (an epoch object, or None).
+Outcome try_epoch(FastMethod* self, PyObject* window, PyObject** slots, PyObject*& result) {
+  static PyObject* fence_key = interned("fence");
+  static PyObject* post_key = interned("post");
+  static PyObject* start_key = interned("start");
+  rma::Window& core = self->direct->window();
+  long mode = 0, rank = 0, type = rma::kLockExclusive;
+  std::vector<int> group;
+  PyObject* key = nullptr;  // of the epoch object to return
+  switch (self->call) {
+    case Call::Fence:
+      if (!int_or(slots[0], 0, mode) || (mode & ~kAllModes) || has_pending(window, nullptr)) return Outcome::General;
+      key = fence_key;
+      break;
+    case Call::Post:
+    case Call::Start:
+      if (!rank_list(slots[0], group) || !int_or(slots[1], 0, mode) || (mode & ~kAllModes)) return Outcome::General;
+      key = self->call == Call::Post ? post_key : start_key;
+      break;
+    case Call::Complete:
+      if (has_pending(window, nullptr)) return Outcome::General;
+      break;
+    case Call::Wait:
+      break;
+    case Call::Lock:
+      if (self->direct->no_locks() || !small_int(slots[0], rank) || !int_or(slots[1], rma::kLockExclusive, type) ||
+          (type != rma::kLockExclusive && type != rma::kLockShared) || !int_or(slots[2], 0, mode) ||
+          (mode & ~kAllModes) || rank < 0 || rank >= core.size()) {
+        return Outcome::General;
+      }
+      key = slots[0];  // lock's epochs are cached by rank
+      break;
+    case Call::Unlock:
+      if (!small_int(slots[0], rank) || rank < 0 || rank >= core.size() || has_pending(window, slots[0])) {
+        return Outcome::General;
+      }
+      break;
+    default:
+      return Outcome::General;
+  }
+  PyObject* epoch = nullptr;
+  if (key != nullptr && (epoch = cached_epoch(window, key)) == nullptr) return Outcome::General;
+  bool ok = blocking([&] {
+    switch (self->call) {
+      case Call::Fence: core.fence(static_cast<int>(mode)); break;
+      case Call::Post: core.post(group, static_cast<int>(mode)); break;
+      case Call::Start: core.start(group, static_cast<int>(mode)); break;
+      case Call::Complete: core.complete(); break;
+      case Call::Wait: core.wait(); break;
+      case Call::Lock: core.lock(static_cast<int>(rank), static_cast<int>(type), static_cast<int>(mode)); break;
+      case Call::Unlock: core.unlock(static_cast<int>(rank)); break;
+      default: break;
+    }
+  });
+  if (!ok) {
+    Py_XDECREF(epoch);
+    return Outcome::Failed;
+  }
+  if (epoch == nullptr) {
+    Py_INCREF(Py_None);
+    epoch = Py_None;
+  }
+  result = epoch;
+  return Outcome::Done;
+}
+
+// The data calls: true when the direct path took the call.
+bool try_data(FastMethod* self, PyObject* window, PyObject** slots) {
   DirectCalls& direct = *self->direct;
   long rank, disp = 0, op = 0;  // op 0 is rma.Op.SUM, the default
   switch (self->call) {
     case Call::Put:
     case Call::Get:
-      if (!small_int(slots[1], rank) || (slots[2] && !small_int(slots[2], disp))) return false;
+      if (!small_int(slots[1], rank) || !int_or(slots[2], 0, disp)) return false;
       return self->call == Call::Put ? direct.put(slots[0], rank, disp) : direct.get(slots[0], rank, disp);
     case Call::Accumulate:
-      if (!small_int(slots[1], rank) || (slots[2] && !small_int(slots[2], disp)) ||
-          (slots[3] && !small_int_like(slots[3], op))) {
+      if (!small_int(slots[1], rank) || !int_or(slots[2], 0, disp) || (slots[3] && !small_int_like(slots[3], op))) {
         return false;
       }
       return direct.reduce(slots[0], nullptr, rank, disp, op, false);
     case Call::GetAccumulate:
     case Call::FetchAndOp:
-      if (!slots[1] || !small_int(slots[2], rank) || (slots[3] && !small_int(slots[3], disp)) ||
-          (slots[4] && !small_int_like(slots[4], op))) {
+      if (!small_int(slots[2], rank) || !int_or(slots[3], 0, disp) || (slots[4] && !small_int_like(slots[4], op))) {
         return false;
       }
       return direct.reduce(slots[0], slots[1], rank, disp, op, self->call == Call::FetchAndOp);
     case Call::CompareAndSwap:
-      if (!slots[1] || !slots[2] || !small_int(slots[3], rank) || (slots[4] && !small_int(slots[4], disp))) {
-        return false;
-      }
+      if (!small_int(slots[3], rank) || !int_or(slots[4], 0, disp)) return false;
       return direct.compare_and_swap(slots[0], slots[1], slots[2], rank, disp);
-    case Call::Flush: {
-      if (!small_int(slots[0], rank)) return false;
-      PyObject* window = PyWeakref_GetObject(self->window_ref);  // borrowed
-      return window != Py_None && !has_pending(window) && direct.flush(rank);
-    }
+    case Call::Flush:
+      return small_int(slots[0], rank) && !has_pending(window, nullptr) && direct.flush(rank);
+    default:
+      return false;
   }
-  return false;
 }
 
 // Fills slots from positional and keyword arguments; false if they do not fit the fast path.
@@ -282,21 +439,18 @@ bool parse(FastMethod* self, PyObject* const* args, size_t positional, PyObject*
   for (Py_ssize_t k = 0; k < keyword_count; ++k) {
     PyObject* name = PyTuple_GET_ITEM(keywords, k);
     PyObject* value = args[positional + k];
-    if (PyUnicode_CompareWithASCIIString(name, "target") == 0 && self->call != Call::Flush &&
-        self->call != Call::FetchAndOp && self->call != Call::CompareAndSwap) {
+    if (sig.has_target && PyUnicode_CompareWithASCIIString(name, "target") == 0) {
       if (value != Py_None) return false;
       continue;
     }
     int slot = -1;
     for (int i = 0; i < sig.count; ++i) {
-      if (PyUnicode_CompareWithASCIIString(name, sig.names[i]) == 0) slot = i;
+      if (PyUnicode_CompareWithASCIIString(name, sig.parameters[i]) == 0) slot = i;
     }
     if (slot < 0 || slots[slot] != nullptr) return false;
     slots[slot] = value;
   }
-  // Required: everything before target_disp (and the rank of flush).
-  for (int i = 0; i < sig.count; ++i) {
-    if (std::strcmp(sig.names[i], "target_disp") == 0) break;
+  for (int i = 0; i < sig.required; ++i) {
     if (slots[i] == nullptr) return false;
   }
   return true;
@@ -305,26 +459,32 @@ bool parse(FastMethod* self, PyObject* const* args, size_t positional, PyObject*
 PyObject* fast_method_call(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* keywords) {
   auto* self = reinterpret_cast<FastMethod*>(callable);
   size_t positional = PyVectorcall_NARGS(nargsf);
-  PyObject* slots[6] = {};
-  if (parse(self, args, positional, keywords, slots)) {
-    bool done;
-    try {
-      done = try_direct(self, slots);
-    } catch (py::error_already_set& error) {
-      error.restore();
-      return nullptr;
-    } catch (const std::exception& error) {
-      PyErr_SetString(PyExc_RuntimeError, error.what());
-      return nullptr;
-    }
-    if (done) Py_RETURN_NONE;
-  }
-  // The general path: the class's method, called with the window and the same arguments.
-  PyObject* window = PyWeakref_GetObject(self->window_ref);
+  PyObject* window = PyWeakref_GetObject(self->window_ref);  // borrowed
   if (window == Py_None) {
     PyErr_SetString(PyExc_ReferenceError, "rma: the window of this method is gone");
     return nullptr;
   }
+  PyObject* slots[6] = {};
+  if (parse(self, args, positional, keywords, slots)) {
+    if (self->call >= Call::Fence) {
+      PyObject* result = nullptr;
+      Py_INCREF(window);  // alive through the call, whatever the user's code does meanwhile
+      Outcome outcome = try_epoch(self, window, slots, result);
+      Py_DECREF(window);
+      if (outcome == Outcome::Done) return result;
+      if (outcome == Outcome::Failed) return nullptr;
+    } else {
+      bool done;
+      try {
+        done = try_data(self, window, slots);
+      } catch (...) {
+        if (!set_python_error(std::current_exception())) PyErr_SetString(PyExc_RuntimeError, "rma: error in the core");
+        return nullptr;
+      }
+      if (done) Py_RETURN_NONE;
+    }
+  }
+  // The general path: the class's method, called with the window and the same arguments.
   Py_ssize_t keyword_count = keywords ? PyTuple_GET_SIZE(keywords) : 0;
   std::vector<PyObject*> with_window(1 + positional + static_cast<size_t>(keyword_count));
   with_window[0] = window;
@@ -346,11 +506,7 @@ void fast_method_dealloc(PyObject* object) {
 PyObject* fast_method_repr(PyObject* object) {
   auto* self = reinterpret_cast<FastMethod*>(object);
   PyObject* window = PyWeakref_GetObject(self->window_ref);
-  PyObject* name = PyObject_GetAttrString(self->function, "__name__");
-  if (name == nullptr) return nullptr;
-  PyObject* text = PyUnicode_FromFormat("<fast path of %U of %R>", name, window);
-  Py_DECREF(name);
-  return text;
+  return PyUnicode_FromFormat("<fast path of %s of %R>", signature(self->call).name, window);
 }
 
 PyObject* fast_method_doc(PyObject* object, void*) {
@@ -378,34 +534,21 @@ PyTypeObject* fast_method_type() {
   return &type;
 }
 
-const Call* call_named(const std::string& name) {
-  static const std::pair<const char*, Call> calls[] = {
-      {"put", Call::Put},
-      {"get", Call::Get},
-      {"accumulate", Call::Accumulate},
-      {"get_accumulate", Call::GetAccumulate},
-      {"fetch_and_op", Call::FetchAndOp},
-      {"compare_and_swap", Call::CompareAndSwap},
-      {"flush", Call::Flush},
-  };
-  for (const auto& [known, call] : calls) {
-    if (name == known) return &call;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void register_direct_calls(py::module_& m) {
   if (PyType_Ready(fast_method_type()) < 0) throw py::error_already_set();
   py::class_<DirectCalls>(m, "DirectCalls")
-      .def(py::init<std::shared_ptr<rma::Window>, const py::list&, const py::list&>(), py::arg("window"),
-           py::arg("layout"), py::arg("element_dtypes"));
+      .def(py::init<std::shared_ptr<rma::Window>, const py::list&, const py::list&, bool>(), py::arg("window"),
+           py::arg("layout"), py::arg("element_dtypes"), py::arg("no_locks"));
   m.def(
       "fast_method",
       [](py::object direct, const std::string& name, py::function function, py::object window) {
-        const Call* call = call_named(name);
-        if (call == nullptr) throw py::value_error("rma: no fast path for " + name);
+        int index = -1;
+        for (size_t i = 0; i < std::size(kSignatures); ++i) {
+          if (name == kSignatures[i].name) index = static_cast<int>(i);
+        }
+        if (index < 0) throw py::value_error("rma: no fast path for " + name);
         auto* self = PyObject_New(FastMethod, fast_method_type());
         if (self == nullptr) throw py::error_already_set();
         self->vectorcall = fast_method_call;
@@ -413,7 +556,7 @@ void register_direct_calls(py::module_& m) {
         self->direct_owner = direct.release().ptr();
         self->function = function.release().ptr();
         self->window_ref = PyWeakref_NewRef(window.ptr(), nullptr);
-        self->call = *call;
+        self->call = static_cast<Call>(index);
         if (self->window_ref == nullptr) {
           Py_DECREF(self);
           throw py::error_already_set();

@@ -3,6 +3,7 @@
 
 #include "errors.hpp"
 #include "fabric/check.hpp"
+#include "python_errors.hpp"
 
 namespace py = pybind11;
 
@@ -14,29 +15,36 @@ void raise(const char* name, const char* message) {
 }
 }  // namespace
 
+bool set_python_error(std::exception_ptr pointer) {
+  try {
+    if (pointer) std::rethrow_exception(pointer);
+  } catch (const rma::fabric::FabricError& e) {
+    raise("FabricError", e.what());
+  } catch (const rma::PeerError& e) {
+    raise("PeerError", e.what());
+  } catch (const rma::Interrupted& e) {
+    // Let Python's own SIGINT handler decide (KeyboardInterrupt, usually); if it raises
+    // nothing, report the interruption as an RMAError.
+    if (PyErr_CheckSignals() == 0) raise("RMAError", e.what());
+  } catch (const rma::EpochError& e) {
+    raise("EpochError", e.what());
+  } catch (const rma::RangeError& e) {
+    raise("TargetRangeError", e.what());
+  } catch (const rma::TimeoutError& e) {
+    raise("RMATimeoutError", e.what());
+  } catch (const rma::RmaError& e) {
+    raise("RMAError", e.what());
+  } catch (const rma::UsageError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 void register_errors(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr pointer) {
-    try {
-      if (pointer) std::rethrow_exception(pointer);
-    } catch (const rma::fabric::FabricError& e) {
-      raise("FabricError", e.what());
-    } catch (const rma::PeerError& e) {
-      raise("PeerError", e.what());
-    } catch (const rma::Interrupted& e) {
-      // Let Python's own SIGINT handler decide (KeyboardInterrupt, usually); if it raises
-      // nothing, report the interruption as an RMAError.
-      if (PyErr_CheckSignals() == 0) raise("RMAError", e.what());
-    } catch (const rma::EpochError& e) {
-      raise("EpochError", e.what());
-    } catch (const rma::RangeError& e) {
-      raise("TargetRangeError", e.what());
-    } catch (const rma::TimeoutError& e) {
-      raise("RMATimeoutError", e.what());
-    } catch (const rma::RmaError& e) {
-      raise("RMAError", e.what());
-    } catch (const rma::UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
+    if (!set_python_error(pointer)) std::rethrow_exception(pointer);  // the next translator's
   });
   (void)m;
 }

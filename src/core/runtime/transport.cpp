@@ -17,7 +17,9 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   while (!done()) {
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.
-    bool busy = progress();
+    // A condition with a bell lives in shared memory: polling the fabric would only delay
+    // noticing it (the progress thread serves the fabric meanwhile).
+    bool busy = bell == nullptr && progress();
     if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
     if (interrupt_count() != interrupts_before) throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
     if (deadline.expired()) {
