@@ -11,6 +11,12 @@ namespace rma {
 
 namespace {
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 struct Published {
   uint32_t next_id;
   RegionDescriptor region;
@@ -477,9 +483,10 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
 
 void Window::complete_all(const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores are visible before what follows
+  // A shared window issues no one-sided fabric operations: its direct calls are complete.
+  if (control_ && outstanding_.load() == 0) return;
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  // (A shared window issues no one-sided fabric operations: its direct calls are complete.)
   if (!control_) {
     for (int member : comm_->members()) transport.flush(member, deadline);
   }
@@ -507,7 +514,10 @@ void Window::fence(int mode) {
   if (control_) {
     // Everyone's direct stores are done: meet in shared memory.
     uint32_t round = control_->arrive();
-    comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
+    // The others are usually there within a microsecond or two: look a few times before
+    // setting up a wait.
+    for (int look = 0; look < 64 && !control_->passed(round); ++look) cpu_relax();
+    if (!control_->passed(round)) comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
                                             comm_->members(), [&] { return where("fence", -1) + " (waiting for the other ranks to fence)"; },
                                             own_bell());
   } else {
