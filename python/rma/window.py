@@ -201,7 +201,10 @@ class Window:
             raise ValueError("rma: Window.create: the array is not C-contiguous (use np.ascontiguousarray)")
         _fixed_dtype(array.dtype, "create")
         address = array.__array_interface__["data"][0]
-        return cls._build(comm, array, address, array, "create", disp_unit, info)
+        # On one host, peers copy straight into and out of the array (process_vm_writev/readv),
+        # and synchronize in shared memory.
+        same_host = isinstance(comm, Comm) and _transport(comm) == "shared-memory"
+        return cls._build(comm, array, address, array, "create", disp_unit, info, same_host=same_host)
 
     @classmethod
     def create_dynamic(cls, comm: Comm, *, info: dict | None = None) -> Window:
@@ -240,7 +243,7 @@ class Window:
         del self._attached[address]
 
     @classmethod
-    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False) -> Window:
+    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, same_host=False) -> Window:
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: Window.{flavor}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
@@ -252,7 +255,9 @@ class Window:
         elif shared:
             core = _core.Window.create_shared(comm._core, owner, f"{flavor}, {local.dtype}, shape {local.shape}, shared memory")
         else:
-            core = _core.Window.create(comm._core, address, local.nbytes, f"{flavor}, {local.dtype}, shape {local.shape}")
+            core = _core.Window.create(
+                comm._core, address, local.nbytes, f"{flavor}, {local.dtype}, shape {local.shape}", same_host
+            )
         window = object.__new__(cls)
         window._core = core
         window._comm = comm
@@ -262,7 +267,7 @@ class Window:
         window._flavor = flavor
         window._disp_unit = unit
         window._info = hints
-        window._transport = "shared-memory" if shared else "libfabric"
+        window._transport = "shared-memory" if shared or same_host else "libfabric"
         window._layout = [(tuple(shape), canonical_dtype(np.dtype(dt)), u) for shape, dt, u in layout]
         # The hottest methods get fast fronts on the instance (they shadow the methods below):
         # plain calls go straight to the core, data calls to a shared window without even a
@@ -331,7 +336,13 @@ class Window:
 
     @property
     def transport(self) -> str:
-        """Return how calls reach the other ranks: "shared-memory" (memcpy, CPU atomics) or "libfabric"."""
+        """Return how calls reach the other ranks: "shared-memory" or "libfabric".
+
+        "shared-memory" (every rank on this host): synchronization through shared memory;
+        puts and gets are memcpy (allocate, allocate_shared) or a direct copy between the
+        processes (create); accumulates are CPU operations under the target's lock (allocate)
+        or messages the target applies (create).
+        """
         return self._transport
 
     @property

@@ -82,10 +82,10 @@ void register_window(py::module_& m) {
   py::class_<Window, std::shared_ptr<Window>>(m, "Window")
       .def_static(
           "create",
-          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label) {
-            return Window::create(comm, pointer(base), bytes, label);
+          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool same_host) {
+            return Window::create(comm, pointer(base), bytes, label, same_host);
           },
-          py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"),
+          py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("same_host") = false,
           py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_dynamic",

@@ -21,7 +21,9 @@ struct Published {
   uint32_t next_id;
   RegionDescriptor region;
   char segment[64];  // a shared window's segment name, else empty
-  char control[64];  // a shared window's control block name, else empty
+  char control[64];  // a same-host window's control block name, else empty
+  int32_t pid;       // this process, for process_vm_* (a same-host create() window)
+  uint64_t address;  // this rank's memory in it
 };
 
 // Applies visit(local pointer, window pointer, length) to each run of region in peer memory.
@@ -38,8 +40,8 @@ void each_run(const Region& region, std::byte* memory, Visit&& visit) {
 // ---- creation and teardown ----
 
 std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes,
-                                       const std::string& label) {
-  return establish(comm, base, bytes, label, false);
+                                       const std::string& label, bool same_host) {
+  return establish(comm, base, bytes, label, false, nullptr, same_host);
 }
 
 std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label) {
@@ -62,17 +64,18 @@ std::byte* Window::direct(int target) const {
 
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
                                           const std::string& label, bool dynamic,
-                                          std::shared_ptr<SharedSegment> segment) {
+                                          std::shared_ptr<SharedSegment> segment, bool same_host) {
   Runtime& runtime = comm.runtime();
   runtime.require_active("Window creation");
   // A communicator of its own, so the window's fences never meet the user's messages.
   std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank());
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
-  Published mine{service.next_id(), {}, {}, {}};
+  Published mine{service.next_id(), {}, {}, {}, static_cast<int32_t>(getpid()), reinterpret_cast<uint64_t>(base)};
+  bool controlled = segment != nullptr || (same_host && !dynamic);
   std::shared_ptr<SharedSegment> control_block;
-  if (segment) {
-    std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
+  if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
+  if (controlled) {
     control_block = SharedControl::create_block(own->size());
     std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
   }
@@ -84,6 +87,8 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
   std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
+  std::vector<int> pids;
+  std::vector<uint64_t> addresses;
   for (size_t r = 0; r < entries.size(); ++r) {
     Published theirs;
     std::memcpy(&theirs, entries[r].data(), sizeof theirs);
@@ -92,12 +97,14 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     if (segment && theirs.segment[0] == 0) {
       throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
     }
-    if (segment) {
-      bool mine_now = static_cast<int>(r) == own->rank();
-      segments.push_back(mine_now ? segment : SharedSegment::open(theirs.segment, theirs.region.length));
+    bool mine_now = static_cast<int>(r) == own->rank();
+    if (segment) segments.push_back(mine_now ? segment : SharedSegment::open(theirs.segment, theirs.region.length));
+    if (controlled) {
       control_blocks.push_back(mine_now ? control_block
                                         : SharedSegment::open(theirs.control, SharedControl::bytes(own->size())));
     }
+    pids.push_back(theirs.pid);
+    addresses.push_back(theirs.address);
   }
   service.id_taken(id);
   std::string name = "window " + std::to_string(id) + (label.empty() ? "" : " (" + label + ")");
@@ -110,7 +117,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   int members = own->size();
   window->in_access_group_.assign(members, 0);
   window->post_matched_.assign(members, 0);
-  if (segment) {
+  if (controlled) {
     Window* self = window.get();
     window->control_ = std::make_unique<SharedControl>(std::move(control_blocks), own->rank(),
                                                        [self](const char* what) { self->stalled(what); });
@@ -139,10 +146,13 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.
   own->barrier();
-  if (segment) {
-    segment->unlink();
-    control_block->unlink();
+  if (!segment && controlled) {
+    window->pids_ = std::move(pids);
+    window->remote_bases_ = std::move(addresses);
+    window->vm_ok_.assign(members, 1);
   }
+  if (segment) segment->unlink();
+  if (control_block) control_block->unlink();
   return window;
 }
 
@@ -380,6 +390,7 @@ void Window::put(int target, const void* data, const Region& region) {
     each_run(region, memory, [&](size_t at, std::byte* to, uint64_t length) { std::memcpy(to, source + at, length); });
     return;
   }
+  if (vm_reachable(target) && vm_copy(true, target, const_cast<void*>(data), region)) return;
   if (native(region)) {
     comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
                                        RemoteAddress{peers_[target], region.offset()});
@@ -400,6 +411,7 @@ void Window::get(int target, void* out, const Region& region) {
     each_run(region, memory, [&](size_t at, std::byte* from, uint64_t length) { std::memcpy(into + at, from, length); });
     return;
   }
+  if (vm_reachable(target) && vm_copy(false, target, out, region)) return;
   if (native(region)) {
     comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
                                       RemoteAddress{peers_[target], region.offset()});
@@ -484,10 +496,10 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
 void Window::complete_all(const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores are visible before what follows
   // A shared window issues no one-sided fabric operations: its direct calls are complete.
-  if (control_ && outstanding_.load() == 0) return;
+  if (!segments_.empty() && outstanding_.load() == 0) return;
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  if (!control_) {
+  if (segments_.empty()) {
     for (int member : comm_->members()) transport.flush(member, deadline);
   }
   transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
@@ -666,7 +678,7 @@ void Window::complete() {
   for (int target : access_group_) consume_post(target, "complete");
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  if (!control_) {
+  if (segments_.empty()) {
     for (int target : access_group_) transport.flush(comm_->members()[target], deadline);
   }
   transport.wait_until([&] { return outstanding_.load() == 0; }, deadline, comm_->members(),
@@ -728,10 +740,10 @@ void Window::note_complete(int source, std::span<const std::byte>, size_t) {
 
 void Window::complete_target(int target, const char* call) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (control_ && outstanding_to_[target].load() == 0) return;  // every call was direct: done
+  if (!segments_.empty() && outstanding_to_[target].load() == 0) return;  // every call was direct: done
   Transport& transport = comm_->runtime().transport();
   Deadline deadline = comm_->runtime().deadline();
-  if (!control_) transport.flush(comm_->members()[target], deadline);
+  if (segments_.empty()) transport.flush(comm_->members()[target], deadline);
   std::vector<int> watch{comm_->members()[target]};
   transport.wait_until([&] { return outstanding_to_[target].load() == 0; }, deadline, watch,
                        [&] { return where(call, target) + " (waiting for its calls to complete)"; });

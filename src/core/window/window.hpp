@@ -46,9 +46,11 @@ constexpr int kProcNull = -2;
 class Window : public std::enable_shared_from_this<Window> {
  public:
   // Collective over comm. base/bytes: this rank's memory (bytes may be 0). label names the
-  // window in error messages, e.g. "window 3 (float64, shape (10,))".
+  // window in error messages, e.g. "window 3 (float64, shape (10,))". same_host: every rank
+  // of comm runs on this host, so synchronization goes through shared memory and puts and
+  // gets copy straight between the processes (process_vm_writev/readv).
   static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes,
-                                        const std::string& label);
+                                        const std::string& label, bool same_host = false);
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
   static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label);
@@ -157,10 +159,18 @@ class Window : public std::enable_shared_from_this<Window> {
          uint64_t bytes, std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, bool dynamic,
-                                           std::shared_ptr<SharedSegment> segment = nullptr);
-  // Where a direct call may write: target's mapped memory + offset, when the epoch admits the
-  // call at once and [offset, offset + bytes) lies inside; null for the general path.
+                                           std::shared_ptr<SharedSegment> segment = nullptr,
+                                           bool same_host = false);
+  // Whether the epoch admits a call to [offset, offset + bytes) of target at once, which
+  // lies inside (then counted); false for the general path.
+  bool admit_quick(int target, uint64_t offset, uint64_t bytes);
+  // Where a direct call may write: target's mapped memory + offset, if admit_quick; else null.
   std::byte* admit_direct(int target, uint64_t offset, uint64_t bytes);
+  // A same-host window over the caller's memory: copies region between local (contiguous) and
+  // target's memory with one process_vm_writev/readv; false, having copied nothing, if the
+  // kernel refuses (then target is reached through the fabric from now on).
+  bool vm_reachable(int target) const { return !vm_ok_.empty() && vm_ok_[target]; }
+  bool vm_copy(bool is_write, int target, void* local, const Region& region);
   // target's memory as mapped here (a shared window), or null: use the fabric.
   std::byte* direct(int target) const;
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment,
@@ -216,7 +226,10 @@ class Window : public std::enable_shared_from_this<Window> {
   std::unique_ptr<LocalRegion> registration_;
   std::vector<RegionDescriptor> peers_;  // by rank of comm_
   std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
-  std::unique_ptr<SharedControl> control_;                 // a shared window's synchronization
+  std::unique_ptr<SharedControl> control_;  // synchronization in shared memory (same-host windows)
+  std::vector<int> pids_;                   // a same-host create() window: each rank's process
+  std::vector<uint64_t> remote_bases_;      // ... its memory's address there
+  std::vector<uint8_t> vm_ok_;              // ... and whether process_vm_* reaches it
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
   Attachments attachments_;                 // this rank's, for a dynamic window
