@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-SIZES = [8, 64, 512, 4096, 32768, 262144, 2097152, 16777216]
+SIZES = [8, 64, 512, 4096, 32768, 65536, 262144, 1048576, 2097152, 16777216]
 LATENCY_CASES = ["put", "get", "accumulate", "lock_put_unlock"]
 SINGLE_CASES = ["fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier"]
 BANDWIDTH_CASES = ["put_bw", "get_bw"]

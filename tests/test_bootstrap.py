@@ -80,57 +80,47 @@ def test_wrong_secret_is_refused(store):
 
 def test_a_dead_rank_becomes_peer_error_not_a_hang(store):
     # Nobody kills the survivors here: they must notice on their own.
-    code = """
-        comm = rma.init()
-        comm.barrier()
-        if comm.rank == 2:
-            os._exit(3)
-        start = time.monotonic()
-        try:
-            comm.barrier()
-        except rma.PeerError as error:
-            print(f"{time.monotonic() - start:.2f}", error)
-            sys.exit(0)
-        sys.exit(1)
-    """
-    results = finish(start_ranks(code, 3, store, extra_env={"RMA_TIMEOUT": "60"}), timeout=30)
-    assert results[2][0] == 3
-    for status, out, err in results[:2]:
-        assert status == 0, err
-        seconds, message = out.split(maxsplit=1)
-        assert float(seconds) < 5
-        assert "rank 2 died" in message and "comm.barrier" in message
+    assert_rank_2_death_ends("comm = rma.init()", "comm.barrier()", store)
 
 
 @pytest.mark.parametrize("wait", ["fence", "wait"])
 def test_a_dead_rank_ends_waits_in_shared_memory(store, wait):
     # A shared window's fence and PSCW wait sleep on a futex, not on messages: they must
     # still notice a rank that died.
-    code = f"""
+    setup = f"""
         import numpy as np
         comm = rma.init()
         win = rma.Window.allocate(comm, 4, np.int64)
         assert win.transport == "shared-memory"
         if "{wait}" == "wait" and comm.rank != 2:
             win.post([2])
+    """
+    assert_rank_2_death_ends(setup, f"win.{wait}()", store)
+
+
+def assert_rank_2_death_ends(setup, call, store):
+    """Rank 2 of 3 dies after `setup`; `call` on ranks 0 and 1 must raise PeerError naming it
+    within 5 s."""
+    ending = f"""
         comm.barrier()
         if comm.rank == 2:
             os._exit(3)
         start = time.monotonic()
         try:
-            win.{wait}()
+            {call}
         except rma.PeerError as error:
             print(f"{{time.monotonic() - start:.2f}}", error)
             sys.exit(0)
         sys.exit(1)
     """
+    code = textwrap.dedent(setup) + textwrap.dedent(ending)
     results = finish(start_ranks(code, 3, store, extra_env={"RMA_TIMEOUT": "60"}), timeout=30)
     assert results[2][0] == 3
     for status, out, err in results[:2]:
         assert status == 0, err
         seconds, message = out.split(maxsplit=1)
         assert float(seconds) < 5
-        assert "rank 2 died" in message and f"win.{wait}" in message
+        assert "rank 2 died" in message and call.rstrip("()") in message
 
 
 def test_a_blocked_call_times_out_with_rma_timeout(store):

@@ -45,9 +45,8 @@ struct Operand {
   PyObject* dtype;
 };
 
-// An exact Python int that fits a long (bools, NumPy integers: the general path).
-bool small_int(PyObject* value, long& out) {
-  if (!PyLong_CheckExact(value)) return false;
+// A Python int's value, if it fits a long.
+bool fits_long(PyObject* value, long& out) {
   int overflow = 0;
   out = PyLong_AsLongAndOverflow(value, &overflow);
   if (out == -1 && PyErr_Occurred()) {
@@ -57,16 +56,12 @@ bool small_int(PyObject* value, long& out) {
   return overflow == 0;
 }
 
-// An int or an int subclass such as rma.Op.
+// An exact Python int that fits a long (bools, NumPy integers: the general path).
+bool small_int(PyObject* value, long& out) { return PyLong_CheckExact(value) && fits_long(value, out); }
+
+// An int or an int subclass such as rma.Op (not a bool).
 bool small_int_like(PyObject* value, long& out) {
-  if (!PyLong_Check(value) || PyBool_Check(value)) return false;
-  int overflow = 0;
-  out = PyLong_AsLongAndOverflow(value, &overflow);
-  if (out == -1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    return false;
-  }
-  return overflow == 0;
+  return PyLong_Check(value) && !PyBool_Check(value) && fits_long(value, out);
 }
 
 class DirectCalls {
