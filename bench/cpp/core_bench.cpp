@@ -65,9 +65,10 @@ int bench(int rank, const fork_job::Exchange& exchange) {
       window->flush(1);
     }));
     window->unlock_all();
+    auto eight_bytes = rma::Region::contiguous(0, 8, 1);
     report("lock_put_unlock", 8, median_seconds(2000, [&] {
       window->lock(1, rma::kLockExclusive, 0);
-      window->put(1, data.data(), rma::Region::contiguous(0, 8, 1));
+      window->put(1, data.data(), eight_bytes);
       window->unlock(1);
     }));
   }

@@ -63,18 +63,6 @@ void SharedControl::acquire(std::atomic<uint32_t>& spin, const char* what) {
   } while (spin.exchange(1, std::memory_order_acquire) != 0);
 }
 
-void SharedControl::with_queue(int target, const std::function<void(LockQueue&)>& change) {
-  std::atomic<uint32_t>& spin = header(target).queue_spin;
-  acquire(spin, "the lock queue");
-  try {
-    change(queue(target));
-  } catch (...) {
-    spin.store(0, std::memory_order_release);
-    throw;
-  }
-  spin.store(0, std::memory_order_release);
-}
-
 uint32_t SharedControl::arrive() {
   Header& root = header(0);
   uint32_t generation = root.fence_generation.load(std::memory_order_acquire);

@@ -44,7 +44,18 @@ class SharedControl {
   // The lock queue of target's window, and target's grant words by origin (0 waiting,
   // 1 granted, 2 refused). Change the queue only inside with_queue.
   std::atomic<uint32_t>* grants(int target) { return array<std::atomic<uint32_t>>(target, grants_at_); }
-  void with_queue(int target, const std::function<void(LockQueue&)>& change);
+  template <class Change>
+  void with_queue(int target, Change&& change) {
+    std::atomic<uint32_t>& spin = header(target).queue_spin;
+    acquire(spin, "the lock queue");
+    try {
+      change(queue(target));
+    } catch (...) {
+      spin.store(0, std::memory_order_release);
+      throw;
+    }
+    spin.store(0, std::memory_order_release);
+  }
 
   // Runs apply under target's accumulate lock: every accumulate-family call on a shared
   // window takes it, so the calls apply with plain (vectorized) loops and stay atomic with

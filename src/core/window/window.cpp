@@ -559,6 +559,7 @@ void Window::stalled(const char* what) {
 }
 
 void Window::raise_refusal() {
+  if (!dynamic_) return;  // only a dynamic window's targets refuse (memory detached meanwhile)
   std::string refusal;
   {
     std::lock_guard lock(pending_mutex_);
