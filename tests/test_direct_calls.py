@@ -258,3 +258,29 @@ def test_epoch_fronts_raise_what_the_methods_raise(comm):
         quiet.lock(0)
     comm.barrier()
     quiet.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3])
+def test_python_numbers_as_single_operands(comm):
+    # fetch_and_op and compare_and_swap take Python ints and floats too; the fronts convert
+    # them when the conversion is exact, the general path otherwise (as NumPy would).
+    ints = rma.Window.allocate(comm, 2, np.uint8)
+    floats = rma.Window.allocate(comm, 1, np.float32)
+    small, real = np.zeros(1, np.uint8), np.zeros(1, np.float32)
+    with ints.lock_all(), floats.lock_all():
+        ints.fetch_and_op(2, small, 0)
+        floats.fetch_and_op(0.5, real, 0)
+        floats.fetch_and_op(1, real, 0, op=rma.SUM)  # an int into a float32 window
+        ints.compare_and_swap(7, 0, small, 0, 1)      # one rank wins
+    comm.barrier()
+    if comm.rank == 0:
+        assert ints.local[0] == 2 * comm.size
+        assert floats.local[0] == 1.5 * comm.size
+        assert ints.local[1] == 7
+    comm.barrier()
+    with ints.lock(0):
+        with pytest.raises((OverflowError, TypeError)):
+            ints.fetch_and_op(300, small, 0)  # does not fit uint8: NumPy's error
+    comm.barrier()
+    ints.free()
+    floats.free()

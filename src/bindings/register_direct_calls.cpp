@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,55 @@ bool small_int_like(PyObject* value, long& out) {
   return PyLong_Check(value) && !PyBool_Check(value) && fits_long(value, out);
 }
 
+// A Python int or float as one element of type, when the conversion is exact (the general
+// path converts anything else, and raises what NumPy raises).
+bool scalar_element(PyObject* value, ElementType type, std::array<std::byte, 16>& out) {
+  auto store = [&](auto element) {
+    std::memcpy(out.data(), &element, sizeof element);
+    return true;
+  };
+  bool is_int = PyLong_CheckExact(value), is_float = PyFloat_CheckExact(value);
+  long long integer = 0;
+  if (is_int) {
+    int overflow = 0;
+    integer = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow != 0 || (integer == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  auto in_range = [&](auto tag) {
+    using T = decltype(tag);
+    return is_int && integer >= static_cast<long long>(std::numeric_limits<T>::min()) &&
+           (integer < 0 || static_cast<unsigned long long>(integer) <= std::numeric_limits<T>::max());
+  };
+  switch (type) {
+    case ElementType::Int8: return in_range(int8_t{}) && store(static_cast<int8_t>(integer));
+    case ElementType::UInt8: return in_range(uint8_t{}) && store(static_cast<uint8_t>(integer));
+    case ElementType::Int16: return in_range(int16_t{}) && store(static_cast<int16_t>(integer));
+    case ElementType::UInt16: return in_range(uint16_t{}) && store(static_cast<uint16_t>(integer));
+    case ElementType::Int32: return in_range(int32_t{}) && store(static_cast<int32_t>(integer));
+    case ElementType::UInt32: return in_range(uint32_t{}) && store(static_cast<uint32_t>(integer));
+    case ElementType::Int64: return is_int && store(static_cast<int64_t>(integer));
+    case ElementType::UInt64: return is_int && integer >= 0 && store(static_cast<uint64_t>(integer));
+    case ElementType::Float32:
+    case ElementType::Float64: {
+      constexpr long long kExact = 1LL << 53;  // ints a double holds exactly
+      double real;
+      if (is_float) {
+        real = PyFloat_AS_DOUBLE(value);
+      } else if (is_int && integer >= -kExact && integer <= kExact) {
+        real = static_cast<double>(integer);
+      } else {
+        return false;
+      }
+      return type == ElementType::Float32 ? store(static_cast<float>(real)) : store(real);
+    }
+    default:
+      return false;  // bool, complex, raw bytes
+  }
+}
+
 class DirectCalls {
  public:
   // layout: per rank (dtype, disp_unit, raw). element_dtypes: the canonical dtype object of
@@ -97,15 +147,18 @@ class DirectCalls {
   }
 
   // accumulate (result null), get_accumulate, and fetch_and_op (single: one element only).
+  // With a one-element result, the origin may also be a Python int or float.
   bool reduce(PyObject* origin, PyObject* result, long rank, long disp, long op, bool single) {
     uint64_t offset;
     Operand data, out{};
-    if (op < 0 || op > static_cast<long>(rma::ReduceOp::NoOp)) return false;
-    if (!locate(rank, disp, offset) || !operand(origin, targets_[rank], false, data)) return false;
-    if (result != nullptr &&
-        (!operand(result, targets_[rank], true, out) || out.dtype != data.dtype || out.elements != data.elements)) {
-      return false;
+    std::array<std::byte, 16> scalar;
+    if (op < 0 || op > static_cast<long>(rma::ReduceOp::NoOp) || !locate(rank, disp, offset)) return false;
+    if (result != nullptr && !operand(result, targets_[rank], true, out)) return false;
+    if (!operand(origin, targets_[rank], false, data)) {
+      if (result == nullptr || out.elements != 1 || !scalar_element(origin, out.type, scalar)) return false;
+      data = Operand{reinterpret_cast<char*>(scalar.data()), out.type, 1, out.bytes, out.dtype};
     }
+    if (result != nullptr && (out.dtype != data.dtype || out.elements != data.elements)) return false;
     if (data.type == ElementType::Bytes || (single && data.elements != 1)) return false;
     return run(data.bytes, [&] {
       return window_->get_accumulate_direct(static_cast<int>(rank), static_cast<rma::ReduceOp>(op), data.type,
@@ -113,12 +166,18 @@ class DirectCalls {
     });
   }
 
+  // origin and compare may also be Python ints.
   bool compare_and_swap(PyObject* origin, PyObject* compare, PyObject* result, long rank, long disp) {
     uint64_t offset;
     Operand data, comparand, out;
-    if (!locate(rank, disp, offset) || !operand(origin, targets_[rank], false, data) ||
-        !operand(compare, targets_[rank], false, comparand) || !operand(result, targets_[rank], true, out)) {
-      return false;
+    std::array<std::byte, 16> scalars[2];
+    if (!locate(rank, disp, offset) || !operand(result, targets_[rank], true, out) || out.elements != 1) return false;
+    Operand* operands[2] = {&data, &comparand};
+    PyObject* given[2] = {origin, compare};
+    for (int i = 0; i < 2; ++i) {
+      if (operand(given[i], targets_[rank], false, *operands[i])) continue;
+      if (!scalar_element(given[i], out.type, scalars[i])) return false;
+      *operands[i] = Operand{reinterpret_cast<char*>(scalars[i].data()), out.type, 1, out.bytes, out.dtype};
     }
     if (data.elements != 1 || comparand.elements != 1 || out.elements != 1 || comparand.dtype != data.dtype ||
         out.dtype != data.dtype) {
