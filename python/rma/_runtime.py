@@ -166,10 +166,14 @@ def _join() -> _Job:
             names.append(name)
         runtime.connect(names)
         store.on_peer_dead(lambda dead: _peer_died(runtime, dead))
+        world = Comm(runtime.world())
+        # Nobody leaves init before every rank has connected: a rank that ended at once would
+        # take its endpoint away from a peer still connecting to it (shm: fi_av_insert fails).
+        world.barrier()
     except BaseException:
         store.close(clean=False)
         raise
-    return _Job(runtime, store, Comm(runtime.world()))
+    return _Job(runtime, store, world)
 
 
 def _peer_died(runtime: _core.Runtime, rank: int) -> None:

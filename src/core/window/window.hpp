@@ -164,6 +164,7 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether the epoch admits a call to [offset, offset + bytes) of target at once, which
   // lies inside (then counted); false for the general path.
   bool admit_quick(int target, uint64_t offset, uint64_t bytes);
+  bool counted(bool done);  // after admit_quick: uncounts the call if it was not done
   // Where a direct call may write: target's mapped memory + offset, if admit_quick; else null.
   std::byte* admit_direct(int target, uint64_t offset, uint64_t bytes);
   // A same-host window over the caller's memory: copies region between local (contiguous) and

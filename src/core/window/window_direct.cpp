@@ -1,9 +1,11 @@
-// The direct path on its own: what a call to a shared window costs when nothing about it needs
-// the general path (window.cpp). Accumulates apply under the target's accumulate lock
-// (shared_control.hpp) with plain loops. Python tries these first (src/bindings/register_direct_calls.cpp),
-// so a small put or fetch_and_op from Python is a bounds check and a memcpy or one CPU atomic.
-// Anything unusual (a strided region, PROC_NULL, a post not yet seen, an error to raise)
-// returns false before touching anything, and the general path takes the call from the start.
+// The direct path on its own: what a call to a same-host window costs when nothing about it
+// needs the general path (window.cpp). A shared window's memory is mapped here: a put is a
+// memmove, an accumulate a plain loop under the target's accumulate lock (shared_control.hpp).
+// A create() window's memory is another process's: puts and gets are process_vm_writev/readv.
+// Python's fronts call these (src/bindings/register_direct_calls.cpp), and so do the general
+// calls before anything else. Anything unusual (a strided region, PROC_NULL, a post not yet
+// seen, an error to raise, a kernel that refuses process_vm) returns false with nothing done
+// or counted, and the general path takes the call from the start.
 #include <limits.h>
 #include <sys/uio.h>
 
@@ -41,10 +43,15 @@ bool Window::admit_quick(int target, uint64_t offset, uint64_t bytes) {
   return true;
 }
 
+bool Window::counted(bool done) {
+  if (!done) --calls_since_sync_;  // admit_quick counted a call that the general path makes
+  return done;
+}
+
 bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
   if (segments_.empty()) {
     return vm_reachable(target) && admit_quick(target, offset, bytes) &&
-           vm_copy(true, target, const_cast<void*>(data), Region::contiguous(offset, bytes, 1));
+           counted(vm_copy(true, target, const_cast<void*>(data), Region::contiguous(offset, bytes, 1)));
   }
   std::byte* to = admit_direct(target, offset, bytes);
   if (to == nullptr) return false;
@@ -55,7 +62,7 @@ bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t 
 bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
   if (segments_.empty()) {
     return vm_reachable(target) && admit_quick(target, offset, bytes) &&
-           vm_copy(false, target, out, Region::contiguous(offset, bytes, 1));
+           counted(vm_copy(false, target, out, Region::contiguous(offset, bytes, 1)));
   }
   std::byte* from = admit_direct(target, offset, bytes);
   if (from == nullptr) return false;
