@@ -72,11 +72,12 @@ case "${1:-}" in
     shm_before=$(shm_files)
     PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
     if [ $# -le 1 ]; then
-      # The window suites once more with windows reached through libfabric instead of shared
-      # memory, so that both transports stay tested.
-      echo "dev.sh: the window suites again with RMA_TRANSPORT=libfabric"
+      # The window and message suites once more with everything through libfabric instead of
+      # shared memory, so that both transports stay tested.
+      echo "dev.sh: the window and message suites again with RMA_TRANSPORT=libfabric"
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
-        tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py
+        tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
+        tests/test_comm.py
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))
       if [ -n "$left" ]; then

@@ -116,7 +116,9 @@ def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float
     """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
     provider's regions, rma's bells): a file named after our own pid would make ours fail."""
     remove_stale_shm_files()
-    return _core.Runtime(rank, size, provider, node, timeout, sleep_us)
+    # RMA_TRANSPORT=libfabric: messages between the ranks of a host go through libfabric too.
+    inbox_messages = os.environ.get("RMA_TRANSPORT", "auto").strip() != "libfabric"
+    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, inbox_messages)
 
 
 def _join() -> _Job:

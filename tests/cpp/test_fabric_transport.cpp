@@ -74,8 +74,9 @@ struct Rank {
   }
 };
 
-// Forks `size` ranks that run body(rank) over `provider`; CHECKs that each exits 0 in time.
-void run_job(const std::string& provider, int size, const std::function<void(Rank&)>& body) {
+// Forks `size` ranks that run body(rank) over `provider` (messages through the ranks'
+// shared-memory inboxes, or through the fabric); CHECKs that each exits 0 in time.
+void run_job(const std::string& provider, bool inboxes, int size, const std::function<void(Rank&)>& body) {
   auto statuses = fork_job::run(size, [&](int r, const fork_job::Exchange& exchange) {
     test::passed() = test::failed() = 0;  // the child counts only its own checks
     rma::FabricOptions options;
@@ -84,6 +85,7 @@ void run_job(const std::string& provider, int size, const std::function<void(Ran
     options.rank = r;
     options.size = size;
     options.timeout_seconds = 30;
+    options.inbox_messages = inboxes;
     FabricTransport transport(options);
     Rank rank(transport);  // handlers are in place before anyone knows our address
     transport.connect(exchange(transport.address()));
@@ -264,15 +266,17 @@ int main() {
     CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", FabricTransport{options});
   });
   for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
-    for (int size : {1, 2, 3}) {
-      test::run(provider + " x" + std::to_string(size), [&] {
-        run_job(provider, size, [](Rank& me) {
-          active_messages(me);
-          one_sided(me);
-          if (me.size >= 2) progress_engine_runs_handlers(me);
-          deadlines_and_dead_peers(me);
+    for (bool inboxes : {true, false}) {
+      for (int size : {1, 2, 3}) {
+        test::run(provider + (inboxes ? ", inboxes" : ", fabric messages") + " x" + std::to_string(size), [&] {
+          run_job(provider, inboxes, size, [](Rank& me) {
+            active_messages(me);
+            one_sided(me);
+            if (me.size >= 2) progress_engine_runs_handlers(me);
+            deadlines_and_dead_peers(me);
+          });
         });
-      });
+      }
     }
   }
   return test::finish();

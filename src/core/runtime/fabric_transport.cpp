@@ -127,7 +127,8 @@ FabricTransport::FabricTransport(const FabricOptions& options)
       errors_(options.size),
       next_sequence_(options.size),
       assembler_(options.size),
-      timeout_seconds_(options.timeout_seconds) {
+      timeout_seconds_(options.timeout_seconds),
+      inbox_messages_(options.inbox_messages) {
   static_assert(std::is_standard_layout_v<Operation>);
   fabric::Info hints = FabricTransport::hints(options.provider);
   const char* node = options.node.empty() ? nullptr : options.node.c_str();
@@ -146,8 +147,8 @@ FabricTransport::FabricTransport(const FabricOptions& options)
   endpoint_->bind(*av_);
   endpoint_->enable();
   address_ = endpoint_->name();
-  bell_segment_ = SharedSegment::create(sizeof(Bell), "bell");
-  new (bell_segment_->data()) Bell{};
+  inbox_ = ShmInbox::create(options.size);
+  push_mutexes_.reset(new std::mutex[options.size]);
 
   std::lock_guard lock(fabric_mutex_);
   for (size_t i = 0; i < kReceiveBuffers; ++i) {
@@ -169,11 +170,11 @@ FabricTransport::~FabricTransport() {
 }
 
 std::vector<std::byte> FabricTransport::address() const {
-  // The endpoint's name, then the bell's name and its length in the last byte.
+  // The endpoint's name, then the inbox's name and its length in the last byte.
   std::vector<std::byte> address = address_;
-  const std::string& bell = bell_segment_->name();
-  for (char c : bell) address.push_back(static_cast<std::byte>(c));
-  address.push_back(static_cast<std::byte>(bell.size()));
+  const std::string& inbox = inbox_->name();
+  for (char c : inbox) address.push_back(static_cast<std::byte>(c));
+  address.push_back(static_cast<std::byte>(inbox.size()));
   return address;
 }
 
@@ -183,20 +184,20 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
                      std::to_string(addresses.size()));
   }
   std::vector<std::vector<std::byte>> names;
-  peer_bells_.assign(size(), nullptr);
+  peer_inboxes_.assign(size(), nullptr);
   every_peer_rings_ = true;
   for (int peer = 0; peer < size(); ++peer) {
     const auto& address = addresses[peer];
-    size_t bell_length = address.empty() ? 0 : static_cast<size_t>(address.back());
-    if (address.size() < bell_length + 1) throw UsageError("rma: connect: rank " + std::to_string(peer) + "'s address is malformed");
-    size_t name_length = address.size() - bell_length - 1;
+    size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
+    if (address.size() < inbox_length + 1) throw UsageError("rma: connect: rank " + std::to_string(peer) + "'s address is malformed");
+    size_t name_length = address.size() - inbox_length - 1;
     names.emplace_back(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length));
     if (peer == rank()) continue;
-    std::string bell(reinterpret_cast<const char*>(address.data()) + name_length, bell_length);
+    std::string inbox(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length);
     try {
-      peer_bells_[peer] = SharedSegment::open(bell, sizeof(Bell));
+      peer_inboxes_[peer] = ShmInbox::open(inbox, size());
     } catch (const RmaError&) {
-      every_peer_rings_ = false;  // another host: its sends cannot wake us
+      every_peer_rings_ = false;  // another host: messages go through the fabric, and cannot wake us
     }
   }
   std::lock_guard lock(fabric_mutex_);
@@ -204,13 +205,34 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
   connected_ = true;
 }
 
-Bell* FabricTransport::incoming_bell() {
-  return every_peer_rings_ ? reinterpret_cast<Bell*>(bell_segment_->data()) : nullptr;
-}
+Bell* FabricTransport::incoming_bell() { return every_peer_rings_ ? &inbox_->bell() : nullptr; }
 
 void FabricTransport::ring(int target) {
-  if (target >= 0 && target < static_cast<int>(peer_bells_.size()) && peer_bells_[target]) {
-    reinterpret_cast<Bell*>(peer_bells_[target]->data())->ring();
+  if (target >= 0 && target < static_cast<int>(peer_inboxes_.size()) && peer_inboxes_[target]) {
+    peer_inboxes_[target]->bell().ring();
+  }
+}
+
+void FabricTransport::push(int target, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  ShmInbox& inbox = *peer_inboxes_[target];
+  Deadline deadline = Deadline::after(timeout_seconds_);
+  Backoff backoff;
+  for (;;) {
+    {
+      std::lock_guard lock(push_mutexes_[target]);
+      if (inbox.try_push(rank(), header, payload)) return;
+    }
+    // Full: the target is behind. Wake it, take in our own messages meanwhile (it may be
+    // waiting to send to us), and retry; the lock is not held here, as handlers send too.
+    ring(target);
+    if (progress()) backoff.reset();
+    std::string what = "a message to rank " + std::to_string(target);
+    peers().check(target, rank(), what);
+    if (deadline.expired()) {
+      throw TimeoutError("rma: " + what + " on rank " + std::to_string(rank()) +
+                         " found its inbox full until the deadline (RMA_TIMEOUT)");
+    }
+    backoff.idle();
   }
 }
 
@@ -279,7 +301,10 @@ void FabricTransport::post_one_sided(int target, const char* call, Operation* op
   try {
     post(target, call, [&] {
       long rc = try_post();
-      if (rc == 0) ++issued_[target];  // counted for flush(target) once the provider took it
+      if (rc == 0) {
+        ++issued_[target];  // counted for flush(target) once the provider took it
+        ++fabric_in_flight_;
+      }
       return rc;
     });
   } catch (...) {
@@ -391,6 +416,18 @@ void FabricTransport::send(int target, uint16_t handler, std::span<const std::by
     deliver(std::move(local));
     return;
   }
+  if (inbox_messages_ && peer_inboxes_[target]) {
+    // A rank of this host: fragments go straight into its inbox.
+    size_t offset = 0;
+    do {
+      size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
+      header.offset = offset;
+      push(target, std::as_bytes(std::span(&header, 1)), payload.subspan(offset, chunk));
+      offset += chunk;
+    } while (offset < payload.size());
+    ring(target);
+    return;
+  }
   size_t offset = 0;
   do {
     size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
@@ -405,6 +442,7 @@ void FabricTransport::send(int target, uint16_t handler, std::span<const std::by
         if (rc == 0) {
           live_sends_.insert(op);
           ++sends_outstanding_;
+          ++fabric_in_flight_;
         }
         return rc;
       });
@@ -420,8 +458,13 @@ bool FabricTransport::progress() {
   fi_cq_data_entry entries[kCompletionBatch];
   fi_cq_err_entry error;
   std::vector<std::pair<FragmentHeader, std::vector<std::byte>>> arrived;
-  long count;
-  {
+  long count = 0;
+  // When every peer's messages come through the inbox and nothing of ours is in flight, the
+  // fabric has little to say (a peer's one-sided operation on our memory, now and then): a
+  // completion-queue read costs more than the inbox, so it is polled every kFabricPollEvery.
+  bool fabric_due = !(inbox_messages_ && every_peer_rings_) || fabric_in_flight_.load() != 0 ||
+                    ++passes_ % kFabricPollEvery == 0;
+  if (fabric_due) {
     std::lock_guard lock(fabric_mutex_);
     if (!cq_) return false;
     for (size_t i = unposted_receives_.size(); i > 0; --i) {
@@ -449,8 +492,10 @@ bool FabricTransport::progress() {
         if (op->kind == Operation::Kind::Send) {
           live_sends_.erase(op);
           --sends_outstanding_;
+          --fabric_in_flight_;
         } else {
           ++completed_[op->target];
+          --fabric_in_flight_;
         }
         delete op;
       }
@@ -477,19 +522,30 @@ bool FabricTransport::progress() {
           case Operation::Kind::Send:
             live_sends_.erase(op);
             --sends_outstanding_;
+            --fabric_in_flight_;
             delete op;
             break;
           case Operation::Kind::OneSided:
             ++completed_[op->target];
+            --fabric_in_flight_;
             delete op;
             break;
         }
       }
     }
   }
+  // Messages from the ranks of this host.
+  size_t from_inbox = 0;
+  if (std::unique_lock drain(drain_mutex_, std::try_to_lock); drain.owns_lock()) {
+    from_inbox = inbox_->drain([&](std::span<const std::byte> fragment) {
+      FragmentHeader header;
+      std::memcpy(&header, fragment.data(), sizeof header);
+      arrived.emplace_back(header, std::vector<std::byte>(fragment.begin() + sizeof header, fragment.end()));
+    });
+  }
   bool waiting = has_pending_.load(std::memory_order_acquire);
   if (!arrived.empty() || waiting) deliver(std::move(arrived));
-  return count > 0;
+  return count > 0 || from_inbox > 0;
 }
 
 void FabricTransport::deliver(

@@ -15,7 +15,7 @@
 
 #include "fabric/handles.hpp"
 #include "runtime/message_assembler.hpp"
-#include "runtime/shared_segment.hpp"
+#include "runtime/shm_inbox.hpp"
 #include "runtime/transport.hpp"
 
 namespace rma {
@@ -26,6 +26,9 @@ struct FabricOptions {
   int rank = 0;
   int size = 1;
   double timeout_seconds = 300;  // deadline of a post that the provider keeps refusing
+  // Active messages to the ranks of this host through their shared-memory inboxes (false:
+  // through the fabric too, as to other hosts; RMA_TRANSPORT=libfabric).
+  bool inbox_messages = true;
 };
 
 class FabricTransport final : public Transport {
@@ -34,7 +37,7 @@ class FabricTransport final : public Transport {
   explicit FabricTransport(const FabricOptions& options);
   ~FabricTransport() override;
 
-  // What peers need to reach this rank: the endpoint's name and the name of its bell.
+  // What peers need to reach this rank: the endpoint's name and the name of its inbox.
   std::vector<std::byte> address() const;
   // Takes every rank's address (index = world rank). Call once, before any traffic.
   void connect(const std::vector<std::vector<std::byte>>& addresses);
@@ -57,8 +60,9 @@ class FabricTransport final : public Transport {
   void flush_all(const Deadline& deadline) override;
   void flush_sends(const Deadline& deadline) override;
   bool progress() override;
-  // This rank's bell: peers ring it after every post to this rank (its progress engine may
-  // sleep on it); null when a peer cannot (another host), so sleeping would miss its traffic.
+  // This rank's bell (in its inbox): peers ring it after every post and message to this rank
+  // (its progress engine may sleep on it); null when a peer cannot (another host), so
+  // sleeping would miss its traffic.
   Bell* incoming_bell() override;
 
   // The fi_getinfo hints for what rma needs; provider "" means any.
@@ -83,6 +87,8 @@ class FabricTransport final : public Transport {
   void check_target(int target, const char* call) const;
   void deliver(std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>&& fragments);
   void ring(int target);  // wakes target if it sleeps on its bell
+  // Puts one fragment into target's inbox, waiting (with progress) while its ring is full.
+  void push(int target, std::span<const std::byte> header, std::span<const std::byte> payload);
 
   std::string provider_;
   std::optional<fabric::Info> info_;
@@ -92,8 +98,11 @@ class FabricTransport final : public Transport {
   std::optional<fabric::AddressVector> av_;
   std::optional<fabric::Endpoint> endpoint_;
   std::vector<std::byte> address_;  // the endpoint's name
-  std::shared_ptr<SharedSegment> bell_segment_;               // this rank's bell
-  std::vector<std::shared_ptr<SharedSegment>> peer_bells_;    // by rank; null: cannot ring
+  // Active messages to the ranks of this host go through their inboxes, not the fabric.
+  std::shared_ptr<ShmInbox> inbox_;                      // this rank's (and its bell)
+  std::vector<std::shared_ptr<ShmInbox>> peer_inboxes_;  // by rank; null: another host
+  std::unique_ptr<std::mutex[]> push_mutexes_;           // one producer per peer's ring
+  std::mutex drain_mutex_;                               // one consumer of ours
   bool every_peer_rings_ = false;
   bool connected_ = false;
   uint64_t mr_mode_ = 0;
@@ -108,6 +117,9 @@ class FabricTransport final : public Transport {
   std::vector<Operation*> unposted_receives_;     // refused with -FI_EAGAIN, retried by progress
   std::unordered_set<Operation*> live_sends_;    // freed at completion, or at destruction
   std::atomic<uint64_t> sends_outstanding_{0};
+  std::atomic<int64_t> fabric_in_flight_{0};  // sends and one-sided operations not completed
+  std::atomic<uint64_t> passes_{0};           // of progress(), to poll an idle fabric less often
+  static constexpr uint64_t kFabricPollEvery = 16;
 
   std::mutex sequence_mutex_;
   std::vector<uint64_t> next_sequence_;  // per destination
@@ -121,6 +133,7 @@ class FabricTransport final : public Transport {
   MessageAssembler assembler_;
   std::vector<ActiveMessageHandler> handlers_;
   double timeout_seconds_;
+  bool inbox_messages_;
 };
 
 }  // namespace rma

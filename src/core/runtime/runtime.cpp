@@ -18,6 +18,7 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.rank = options.rank;
   fabric.size = options.size;
   fabric.timeout_seconds = options.timeout_seconds;
+  fabric.inbox_messages = options.inbox_messages;
   transport_ = std::make_unique<FabricTransport>(fabric);
   // Communicator messages: [context u32][tag i32][data].
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {

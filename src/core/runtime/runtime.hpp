@@ -26,6 +26,7 @@ struct RuntimeOptions {
   std::string node;              // bind address for network providers ("" = default)
   double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
   int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
+  bool inbox_messages = true;    // messages to ranks of this host through shared memory
 };
 
 // Active-message handler ids; the window layer adds its own.

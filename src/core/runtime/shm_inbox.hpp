@@ -1,0 +1,69 @@
+// A rank's inbox in shared memory: one ring of message fragments per source rank of its host,
+// and the rank's bell. Peers on the same host send active messages by copying fragments into
+// the ring (single producer: the source; single consumer: the owner) and ringing the bell; the
+// owner's progress takes them out and hands them to the message assembler like fragments that
+// came through libfabric. No provider, no completion queue, no target-side copy engine: a
+// small message costs two copies and two cache lines.
+//
+// The segment is named "<pid>-rma-inbox-<n>" (see shared_segment.hpp) and lives until the
+// owner's transport closes; rmarun and rma.init remove those of killed processes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/bell.hpp"
+#include "runtime/shared_segment.hpp"
+
+namespace rma {
+
+class ShmInbox {
+ public:
+  static constexpr size_t kSlots = 8;             // fragments in flight per source
+  static constexpr size_t kSlotBytes = 64 * 1024;  // one fragment: header and payload
+
+  // This rank's inbox, for sources [0, ranks).
+  static std::shared_ptr<ShmInbox> create(int ranks);
+  // A peer's inbox, by the name it published.
+  static std::shared_ptr<ShmInbox> open(const std::string& name, int ranks);
+
+  const std::string& name() const { return segment_->name(); }
+  Bell& bell();
+
+  // Producer (the source rank, one thread at a time): copies header and payload into the
+  // ring from `source` as one fragment; false if the ring is full (nothing written).
+  bool try_push(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
+  // Consumer (the owner, one thread at a time): calls take(bytes) for every waiting fragment
+  // (the span is valid during the call only). Returns how many it took.
+  template <class Take>
+  size_t drain(Take&& take) {
+    size_t taken = 0;
+    for (int source = 0; source < ranks_; ++source) {
+      std::atomic<uint64_t>& head = head_of(source);
+      uint64_t at = head.load(std::memory_order_relaxed), tail = tail_of(source).load(std::memory_order_acquire);
+      for (; at != tail; ++at, ++taken) take(fragment(source, at));
+      head.store(at, std::memory_order_release);  // the slots may be written again
+    }
+    return taken;
+  }
+
+ private:
+  struct Ring;
+  ShmInbox(std::shared_ptr<SharedSegment> segment, int ranks) : segment_(std::move(segment)), ranks_(ranks) {}
+  static size_t bytes(int ranks);
+  Ring& ring(int source);
+  std::byte* slot(int source, uint64_t index);
+  std::atomic<uint64_t>& head_of(int source);
+  std::atomic<uint64_t>& tail_of(int source);
+  std::span<const std::byte> fragment(int source, uint64_t index);  // a written slot's bytes
+
+  std::shared_ptr<SharedSegment> segment_;
+  int ranks_;
+};
+
+}  // namespace rma
