@@ -192,9 +192,14 @@ def test_usage_errors(tmp_path):
     assert result.returncode == 127 and "command not found" in result.stderr
 
 
-def test_info_runs():
+def test_info_says_which_transport_a_job_would_use(monkeypatch):
+    monkeypatch.delenv("RMA_TRANSPORT", raising=False)
     result = rmarun("--info")
     assert result.stdout.startswith("rma ")
+    assert "between the ranks of one host (RMA_TRANSPORT=auto): shared memory" in result.stdout
+    monkeypatch.setenv("RMA_TRANSPORT", "libfabric")
+    result = rmarun("--info")
+    assert "(RMA_TRANSPORT=libfabric): libfabric for windows and messages" in result.stdout
 
 
 # --------------------------------------------------------------------------

@@ -276,9 +276,12 @@ def print_info() -> int:
         state = "" if provider in usable else "  (NOT available here)"
         print(f"a job with {where}: libfabric provider {provider}{bound} ({source}){state}")
     transport = os.environ.get("RMA_TRANSPORT", "auto") or "auto"
-    print(f"Window.allocate memory (RMA_TRANSPORT={transport}): "
-          + ("reached through libfabric" if transport == "libfabric"
-             else "shared memory when every rank is on one host, else libfabric"))
+    if transport == "libfabric":
+        print(f"between the ranks of one host (RMA_TRANSPORT={transport}): libfabric for windows and messages")
+    else:
+        print(f"between the ranks of one host (RMA_TRANSPORT={transport}): shared memory (Window.allocate "
+              "memory in shared segments, Window.create through process_vm_writev/readv, synchronization "
+              "and messages through shared memory); between hosts: libfabric")
     return 0
 
 
