@@ -98,9 +98,22 @@ def test_a_dead_rank_ends_waits_in_shared_memory(store, wait):
     assert_rank_2_death_ends(setup, f"win.{wait}()", store)
 
 
-def assert_rank_2_death_ends(setup, call, store):
+def test_a_lock_holder_that_dies_ends_the_waits_for_its_lock(store):
+    # Rank 2 dies holding rank 0's exclusive lock: the others wait for it in vain, and must
+    # hear of the death rather than wait until RMA_TIMEOUT.
+    setup = """
+        import numpy as np
+        comm = rma.init()
+        win = rma.Window.allocate(comm, 1, np.int64)
+        if comm.rank == 2:
+            win.lock(0)
+    """
+    assert_rank_2_death_ends(setup, "win.lock(0)", store, named="win.lock to rank 0")
+
+
+def assert_rank_2_death_ends(setup, call, store, named=None):
     """Rank 2 of 3 dies after `setup`; `call` on ranks 0 and 1 must raise PeerError naming it
-    within 5 s."""
+    (and the call, as `named`) within 5 s."""
     ending = f"""
         comm.barrier()
         if comm.rank == 2:
@@ -120,7 +133,7 @@ def assert_rank_2_death_ends(setup, call, store):
         assert status == 0, err
         seconds, message = out.split(maxsplit=1)
         assert float(seconds) < 5
-        assert "rank 2 died" in message and call.rstrip("()") in message
+        assert "rank 2 died" in message and (named or call.rstrip("()")) in message
 
 
 def test_a_blocked_call_times_out_with_rma_timeout(store):

@@ -284,3 +284,21 @@ def test_python_numbers_as_single_operands(comm):
     comm.barrier()
     ints.free()
     floats.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2])
+def test_proc_null_keeps_nothing_and_leaves_results_alone(comm):
+    win = rma.Window.allocate(comm, 4, np.int64)
+    result = np.full(8, 5, np.int64)
+    with win.lock_all():
+        win.get(result[::2], rma.PROC_NULL)  # a strided result: no stand-in copied back
+        win.put(np.ones(4, np.int64), rma.PROC_NULL)
+        win.fetch_and_op(np.ones(1, np.int64), result[:1], rma.PROC_NULL)
+        assert not win._pending  # nothing held for calls that move nothing
+        win.flush_all()
+    assert list(result) == [5] * 8
+    with win.lock(0):
+        with pytest.raises(rma.TargetRangeError, match="beyond any window"):
+            win.put(np.ones(1, np.int64), 0, 1 << 62)  # disp * 8 overflows 64 bits
+    comm.barrier()
+    win.free()

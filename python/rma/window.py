@@ -362,7 +362,7 @@ class Window:
         rank = self._rank(target_rank, "put")
         data = self._origin(origin, rank, "put", raw_ok=self._by_displacement(target, "put"))
         region = self._region("put", rank, target_disp, target, data)
-        self._pending[rank].append(data)
+        self._hold(rank, data)
         self._core.put(rank, data, region)
 
     def get(self, result: np.ndarray, target_rank: int, target_disp: int = 0, *, target: Any = None) -> None:
@@ -382,7 +382,7 @@ class Window:
         data = self._origin(origin, rank, "accumulate", raw_ok=self._by_displacement(target, "accumulate"))
         op = check_op(op, data.dtype, "accumulate")
         region = self._region("accumulate", rank, target_disp, target, data)
-        self._pending[rank].append(data)
+        self._hold(rank, data)
         self._core.accumulate(rank, int(op), element_type(data.dtype), data, region)
 
     def get_accumulate(
@@ -406,7 +406,7 @@ class Window:
             )
         out = self._landing(result)
         region = self._region("get_accumulate", rank, target_disp, target, out)
-        self._pending[rank].append(data)
+        self._hold(rank, data)
         self._core.get_accumulate(rank, int(op), element_type(out.dtype), data, out, region)
         self._keep(rank, result, out)
 
@@ -434,7 +434,7 @@ class Window:
         self._single(comparand, "compare_and_swap", "compare")
         out = self._landing(result)
         region = self._region("compare_and_swap", rank, target_disp, None, out)
-        self._pending[rank] += [data, comparand]
+        self._hold(rank, data, comparand)
         self._core.compare_and_swap(
             rank, element_type(out.dtype), data, comparand, out, region
         )
@@ -734,9 +734,17 @@ class Window:
         """Return where the core writes a result: `result` itself, or a contiguous stand-in."""
         return result if result.flags.c_contiguous else np.empty(result.shape, result.dtype)
 
+    def _hold(self, rank: int, *arrays: np.ndarray) -> None:
+        """Keep the arrays a call reads until it completes (a call to PROC_NULL reads nothing)."""
+        if rank != PROC_NULL:
+            self._pending[rank].extend(arrays)
+
     def _keep(self, rank: int, result: np.ndarray, out: np.ndarray) -> None:
         """Keep a result (and its stand-in) until the call completes; only once the core took it,
-        so that a call refused before anything moved copies nothing into `result` later."""
+        so that a call refused before anything moved copies nothing into `result` later.
+        A call to PROC_NULL moves nothing: nothing to keep, and `result` stays as it was."""
+        if rank == PROC_NULL:
+            return
         self._pending[rank].append(result)
         if out is not result:
             self._pending[rank].append(out)
@@ -760,6 +768,10 @@ class Window:
             if disp < 0:
                 raise TargetRangeError(
                     f"rma: win.{call} to rank {rank}: negative displacement {disp}"
+                )
+            if disp * unit >= 1 << 64:
+                raise TargetRangeError(
+                    f"rma: win.{call} to rank {rank}: displacement {disp} lies beyond any window"
                 )
             itemsize = max(data.itemsize, 1)
             return (disp * unit, itemsize, [(data.size, itemsize)])

@@ -853,7 +853,9 @@ int Window::request_shared_lock(int target, int type, bool try_only, const char*
     grant_from(queue, target);
   });
   if (grant.load() != 0) return static_cast<int>(grant.load());  // granted (or refused) at once
-  std::vector<int> watch{comm_->members()[target]};
+  // Any rank may hold the lock: one that dies holding it would keep it forever, so a death
+  // anywhere in the window ends the wait.
+  const std::vector<int>& watch = comm_->members();
   try {
     comm_->runtime().transport().wait_until([&] { return grant.load() != 0; }, comm_->runtime().deadline(), watch, [&] {
       return where(call, target) + " (waiting for the " + (type == kLockExclusive ? "exclusive" : "shared") +
