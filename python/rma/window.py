@@ -447,13 +447,9 @@ class Window:
 
         As a context manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.
         """
-        if mode.__class__ is not int:
-            mode = _mode(mode, "fence")
-        if self._pending:
-            self._check_open("fence")
-            self._synchronized(lambda: self._core.fence(mode))
-        else:
-            self._core.fence(mode)  # (the core checks the mode and whether the window was freed)
+        self._check_open("fence")
+        mode = _mode(mode, "fence")
+        self._synchronized(lambda: self._core.fence(mode))
         return self._epochs["fence"]
 
     def _end_fence_epoch(self) -> None:
@@ -464,7 +460,8 @@ class Window:
 
         As a context manager, the exit calls wait().
         """
-        self._open_epoch(self._core.post, group, mode, "post")
+        self._check_open("post")
+        self._core.post(_group(group, "post"), _mode(mode, "post"))
         return self._epochs["post"]
 
     def start(self, group: Any, mode: int = 0) -> _Epoch:
@@ -473,20 +470,19 @@ class Window:
         Calls to a target wait for its post, if it has not arrived yet. As a context manager,
         the exit calls complete().
         """
-        self._open_epoch(self._core.start, group, mode, "start")
+        self._check_open("start")
+        self._core.start(_group(group, "start"), _mode(mode, "start"))
         return self._epochs["start"]
 
     def complete(self) -> None:
         """End the access epoch: its calls have completed at the origin and at the targets."""
-        if self._pending:
-            self._check_open("complete")
-            self._synchronized(self._core.complete)
-        else:
-            self._core.complete()
+        self._check_open("complete")
+        self._synchronized(self._core.complete)
 
     def wait(self) -> None:
         """End the exposure epoch once every origin of the post group has called complete()."""
-        self._core.wait()  # (the core checks whether the window was freed)
+        self._check_open("wait")
+        self._core.wait()
 
     def test(self) -> bool:
         """End the exposure epoch and return True if wait() would not block; else return False."""
@@ -499,15 +495,10 @@ class Window:
         Returns once the lock is granted; locks are granted in request order. As a context
         manager, the exit calls unlock(rank), also when the block raises.
         """
-        if not (rank.__class__ is int and 0 <= rank < self._size):
-            rank = self._rank(rank, "lock", allow_null=False)
+        rank = self._rank(rank, "lock", allow_null=False)
         if self._info["no_locks"]:
             raise EpochError(f"rma: win.lock: this window was created with info={{'no_locks': True}}")
-        if not (lock_type.__class__ is int and (lock_type == LOCK_EXCLUSIVE or lock_type == LOCK_SHARED)):
-            lock_type = _lock_type(lock_type)
-        if mode.__class__ is not int or mode & ~_ALL_MODES:
-            mode = _mode(mode, "lock")
-        self._core.lock(rank, lock_type, mode)  # (the core checks the mode and whether the window was freed)
+        self._core.lock(rank, _lock_type(lock_type), _mode(mode, "lock"))
         epoch = self._epochs.get(rank)
         if epoch is None:
             epoch = self._epochs[rank] = _Epoch(self, Window.unlock, rank)
@@ -515,12 +506,8 @@ class Window:
 
     def unlock(self, rank: int) -> None:
         """Complete this epoch's calls to `rank` (there too) and release its lock."""
-        if not (rank.__class__ is int and 0 <= rank < self._size):
-            rank = self._rank(rank, "unlock", allow_null=False)
-        if rank in self._pending:
-            self._synchronized(lambda: self._core.unlock(rank), rank)
-        else:
-            self._core.unlock(rank)
+        rank = self._rank(rank, "unlock", allow_null=False)
+        self._synchronized(lambda: self._core.unlock(rank), rank)
 
     def lock_all(self, mode: int = 0) -> _Epoch:
         """Take a shared lock on every rank; as a context manager, the exit calls unlock_all()."""
@@ -650,18 +637,6 @@ class Window:
             for finish in self._after_sync.pop(target, ()):
                 finish()
             self._pending.pop(target, None)
-
-    def _open_epoch(self, core_call: Callable[[list[int], int], None], group: Any, mode: Any, call: str) -> None:
-        """post or start: a list of ints goes straight to the core, which checks the ranks
-        (range, duplicates) and the mode; anything else is converted here first."""
-        if group.__class__ is list and mode.__class__ is int:
-            try:
-                core_call(group, mode)
-                return
-            except TypeError:
-                pass  # an element that is not an int: _group says which
-        self._check_open(call)
-        core_call(_group(group, call), _mode(mode, call))
 
     def _check_open(self, call: str) -> None:
         if self._freed:
@@ -907,8 +882,6 @@ _ALL_MODES = int(Mode.NOCHECK | Mode.NOSTORE | Mode.NOPUT | Mode.NOPRECEDE | Mod
 
 
 def _mode(mode: Any, call: str) -> int:
-    if type(mode) is int and not mode & ~_ALL_MODES:
-        return mode
     try:
         value = operator.index(mode)
     except TypeError:

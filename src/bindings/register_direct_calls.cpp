@@ -303,11 +303,8 @@ PyObject* interned(const char* text) {
   return name;  // kept for the life of the process
 }
 
-// window.<attribute> (a new reference), or null with no error set.
-PyObject* attribute(PyObject* window, const char* name_text) {
-  static PyObject* pending = interned("_pending");
-  static PyObject* epochs = interned("_epochs");
-  PyObject* name = std::strcmp(name_text, "_pending") == 0 ? pending : epochs;
+// window.<name> (a new reference), or null with no error set.
+PyObject* attribute(PyObject* window, PyObject* name) {
   PyObject* value = PyObject_GetAttr(window, name);
   if (value == nullptr) PyErr_Clear();
   return value;
@@ -316,7 +313,8 @@ PyObject* attribute(PyObject* window, const char* name_text) {
 // Whether the window has Python-side bookkeeping for target (or any target, when target is
 // null): buffers kept alive, results to copy back. Then the general path must synchronize.
 bool has_pending(PyObject* window, PyObject* target) {
-  PyObject* pending = attribute(window, "_pending");
+  static PyObject* name = interned("_pending");
+  PyObject* pending = attribute(window, name);
   if (pending == nullptr) return true;
   int found = target == nullptr ? PyObject_IsTrue(pending) : PyDict_Contains(pending, target);
   Py_DECREF(pending);
@@ -326,7 +324,8 @@ bool has_pending(PyObject* window, PyObject* target) {
 
 // The epoch object the window hands out for key (a new reference), or null if it has none yet.
 PyObject* cached_epoch(PyObject* window, PyObject* key) {
-  PyObject* epochs = attribute(window, "_epochs");
+  static PyObject* name = interned("_epochs");
+  PyObject* epochs = attribute(window, name);
   if (epochs == nullptr) return nullptr;
   PyObject* epoch = PyDict_GetItemWithError(epochs, key);  // borrowed
   Py_XINCREF(epoch);
