@@ -259,7 +259,7 @@ def test_passive_target_errors(comm):
             win.lock(0, rma.LOCK_SHARED)
         with pytest.raises(rma.EpochError, match="already open"):
             win.lock_all()
-    with pytest.raises(ValueError, match="lock_type"):
+    with pytest.raises(TypeError, match="lock_type"):
         win.lock(0, 3)
     with win.lock_all():
         with pytest.raises(rma.EpochError, match="unlock_all"):

@@ -376,7 +376,10 @@ def test_op_oracles_and_constants():
 
     assert rma.SUM is rma.Op.SUM and rma.PROC_NULL == _core.PROC_NULL
     np.testing.assert_array_equal(rma.MAX(np.array([1, 5]), np.array([3, 2])), [3, 5])
-    assert rma.Mode.NOPRECEDE | rma.Mode.NOSUCCEED == 24
+    assert (rma.Mode.NOPRECEDE | rma.Mode.NOSUCCEED).value == 24
+    # Ops, modes and lock types are their own types, made by the core: none passes for another.
+    assert not isinstance(rma.SUM, int) and not isinstance(rma.LOCK_SHARED, int)
+    assert [op.value for op in rma.Op] == list(range(12))
 
 
 @pytest.mark.rma(**EVERYWHERE)

@@ -59,8 +59,7 @@ class Mutex:
             self._window.lock(0, LOCK_EXCLUSIVE)
             self._held = True
         else:
-            self._window._check_open("lock")
-            self._held = self._window._core.try_lock(0, LOCK_EXCLUSIVE)
+            self._held = self._window._try_lock(0, LOCK_EXCLUSIVE)
         return self._held
 
     def release(self) -> None:

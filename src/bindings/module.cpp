@@ -6,16 +6,18 @@
 namespace py = pybind11;
 
 void register_errors(py::module_& m);
+void register_constants(py::module_& m);
 void register_runtime(py::module_& m);
 void register_communicator(py::module_& m);
 void register_window(py::module_& m);
-void register_direct_calls(py::module_& m);
+void register_window_type(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Private extension of rma: the C++ core. Use the public API of the rma package.";
   register_errors(m);
+  register_constants(m);
   register_runtime(m);
   register_communicator(m);
   register_window(m);
-  register_direct_calls(m);
+  register_window_type(m);
 }

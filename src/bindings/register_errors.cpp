@@ -36,6 +36,8 @@ bool set_python_error(std::exception_ptr pointer) {
     raise("RMAError", e.what());
   } catch (const rma::UsageError& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const rma::ArgumentTypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
   } catch (...) {
     return false;
   }

@@ -43,8 +43,16 @@ class Interrupted : public RmaError {
   using RmaError::RmaError;
 };
 
-// A bad argument detected by the core (a rank out of range, a tag out of range...).
+// A bad argument value detected by the core (a rank out of range, a tag out of range...):
+// Python's ValueError.
 class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// An argument of the wrong kind (an op that does not apply to the dtype, a type
+// compare_and_swap does not take...): Python's TypeError.
+class ArgumentTypeError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };

@@ -226,19 +226,20 @@ bool op_fits(ReduceOp op, ElementType type) {
   }
 }
 
+bool compare_fits(ElementType type) {
+  return type != ElementType::Bytes && type != ElementType::Float32 && type != ElementType::Float64 &&
+         type != ElementType::Complex64 && type != ElementType::Complex128;
+}
+
 std::string describe(ReduceOp op) {
-  static const char* names[] = {"SUM", "PROD", "MIN", "MAX", "LAND", "LOR",
-                                "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP"};
   auto index = static_cast<size_t>(op);
-  return index < std::size(names) ? names[index] : "op " + std::to_string(index);
+  return index < kReduceOpNames.size() ? kReduceOpNames[index] : "op " + std::to_string(index);
 }
 
 std::string describe(ElementType type) {
-  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-                                "int64", "uint64", "float32", "float64", "complex64",
-                                "complex128", "raw bytes"};
+  if (type == ElementType::Bytes) return "raw bytes";
   auto index = static_cast<size_t>(type);
-  return index < std::size(names) ? names[index] : "type " + std::to_string(index);
+  return index < kElementTypeNames.size() ? kElementTypeNames[index] : "type " + std::to_string(index);
 }
 
 void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* target,

@@ -5,6 +5,7 @@
 // window's accumulate lock). Which op fits which type is checked above (Python) and again here.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,8 +21,20 @@ enum class ReduceOp : uint8_t {
   Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp
 };
 
+// The names Python sees: rma.Op's members, and the NumPy dtype of each element type (in the
+// order of the enums above). The bindings build rma.Op and the dtype table from these.
+inline constexpr std::array<const char*, 12> kReduceOpNames = {
+    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP"};
+inline constexpr std::array<const char*, 13> kElementTypeNames = {
+    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+    "float32", "float64", "complex64", "complex128"};
+
 size_t element_size(ElementType type);  // 0 for Bytes (the caller's element size applies)
+// Which op applies to which type (MPI's rules): SUM, PROD on numbers; MIN, MAX on integers and
+// floats; LAND, LOR, LXOR on integers and bool; BAND, BOR, BXOR on integers; REPLACE, NO_OP on all.
 bool op_fits(ReduceOp op, ElementType type);
+// compare_and_swap takes integers and bool.
+bool compare_fits(ElementType type);
 // Whether the CPU updates an aligned element of this type with a lock-free atomic.
 bool lock_free_type(ElementType type);
 std::string describe(ReduceOp op);

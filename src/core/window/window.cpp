@@ -174,6 +174,12 @@ uint64_t Window::target_bytes(int rank) const {
   return peers_[rank].length;
 }
 
+void Window::check_rank(const char* call, int64_t rank, bool allow_null) const {
+  if ((allow_null && rank == kProcNull) || (rank >= 0 && rank < size())) return;
+  throw UsageError("rma: " + where(call, -1) + ": rank " + std::to_string(rank) +
+                   " is not a rank of the window (size " + std::to_string(size()) + ")");
+}
+
 std::string Window::where(const char* call, int target) const {
   std::string text = std::string("win.") + call;
   if (target >= 0) text += " to rank " + std::to_string(target);

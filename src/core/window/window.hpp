@@ -75,6 +75,11 @@ class Window : public std::enable_shared_from_this<Window> {
   int size() const noexcept { return comm_->size(); }
   uint64_t target_bytes(int rank) const;
   bool freed() const noexcept { return freed_; }
+  // UsageError naming the call unless rank is a rank of the window (or kProcNull, when
+  // allow_null): the one rank rule every entrance applies before anything else.
+  void check_rank(const char* call, int64_t rank, bool allow_null) const;
+  // "win.put to rank 1 on rank 0 of window 3 (...)": how messages name a call (target < 0: none).
+  std::string where(const char* call, int target) const;
 
   // Communication calls; target is a rank of the window's communicator or kProcNull. The
   // region is checked against the target's size (RangeError). Local buffers hold the region's
@@ -216,7 +221,6 @@ class Window : public std::enable_shared_from_this<Window> {
   Bytes request_header(uint64_t request) const;
   Bytes apply_request(Kind kind, ReduceOp op, ElementType type, const Region& region);
   void complete_all(const char* call);
-  std::string where(const char* call, int target) const;
 
   std::shared_ptr<Communicator> comm_;
   WindowService& service_;

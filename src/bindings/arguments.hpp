@@ -1,0 +1,76 @@
+// Arguments of the compiled window's methods, parsed once in C++ (window_object.cpp): the
+// keyword/positional matching of a method, ints that must not be bools, and NumPy operands.
+// Every function here throws on a bad argument: rma::ArgumentTypeError (TypeError),
+// rma::UsageError (ValueError), or py::error_already_set for an error Python raised.
+#pragma once
+
+#include <Python.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "window/reduce.hpp"
+
+namespace arguments {
+
+namespace py = pybind11;
+
+// One method's parameters, as its signature names them: the first `positional` may be given
+// by position, the rest by keyword only; the first `required` must be given.
+struct Parameters {
+  const char* method;  // "put", for messages: "win.put() missing ..."
+  std::array<const char*, 6> names;
+  int count;
+  int required;
+  int positional;
+};
+
+// Fills slots[i] (borrowed, null when absent) from a vectorcall's arguments, as Python would,
+// with Python's own errors (TypeError: missing, unexpected or doubled arguments).
+void match(const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+           PyObject** slots);
+
+// An int argument (int, or anything with __index__ such as NumPy integers; not a bool, and
+// not an rma.Op, Mode or LockType): its value. what: "target_disp", for the message.
+int64_t integer(PyObject* value, const char* call, const char* what);
+
+// A NumPy array (or something made into one) that a call reads from or writes into.
+struct Operand {
+  py::object array;  // the array the core uses: C-contiguous (a copy or stand-in if needed)
+  char* data = nullptr;
+  rma::ElementType type = rma::ElementType::Bytes;
+  uint64_t itemsize = 1;
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+  PyObject* dtype = nullptr;
+};
+
+// What a target rank's window takes.
+struct TargetLayout {
+  py::object dtype;  // its dtype (the canonical object for the element types)
+  rma::ElementType type;
+  uint64_t itemsize;
+  uint64_t unit;  // bytes per displacement
+  bool raw;       // a uint8 window: calls by displacement bring any plain dtype
+};
+
+// Whether value is a NumPy array.
+bool is_array(PyObject* value);
+// dtype refused by every window: one that holds Python objects (pointers) or has no size.
+void check_plain(PyObject* dtype, const char* call, const char* role);
+// array as an operand of a call to `target`, which must be of `expected` dtype unless
+// raw_ok (a raw window addressed by displacement). C-contiguous arrays are used in place,
+// others copied (origins) or given a contiguous stand-in (results, copied back later).
+Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expected, bool raw_ok,
+                   bool writable, const char* call, const char* role);
+// A Python number (int, float, complex, bool) as one element of `type`, when that is the
+// documented conversion: bool only into bool, ints into integers (ValueError if it does not
+// fit) and into floats or complex, floats into floats or complex, complex into complex.
+// False (nothing set) if value is no Python number; TypeError if it is the wrong kind.
+bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& out, const char* call);
+
+}  // namespace arguments
