@@ -1,5 +1,5 @@
 // The libfabric transport between real processes: active messages (order, sizes, self),
-// write/read/atomics with remote completion, the progress engine, dead peers and deadlines.
+// write/read with remote completion, the progress engine, dead peers and deadlines.
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
 #include "runtime/fabric_transport.hpp"
 
@@ -20,9 +20,6 @@
 #include "runtime/progress_engine.hpp"
 
 namespace {
-using rma::AtomicKind;
-using rma::AtomicOp;
-using rma::AtomicType;
 using rma::Deadline;
 using rma::FabricTransport;
 using rma::RegionDescriptor;
@@ -163,52 +160,6 @@ void one_sided(Rank& me) {
   me.transport.flush(right, Deadline::after(30));
   CHECK(back == out);
 
-  // atomics on rank 0: a sum from everyone, distinct fetched tickets, one compare-and-swap winner.
-  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Int64, AtomicKind::Plain) >= 1);
-  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Complex128, AtomicKind::Plain) == 0);
-  int64_t one = 1;
-  for (int i = 0; i < 200; ++i) {
-    me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, nullptr,
-                        RemoteAddress{me.regions[0], 2048});
-  }
-  int64_t ticket = -1;
-  me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, &ticket,
-                      RemoteAddress{me.regions[0], 2056});
-  int64_t mine = me.rank + 1, expected = 0, seen = -1;
-  me.transport.atomic(0, AtomicOp::CompareSwap, AtomicType::Int64, 1, &mine, &expected, &seen,
-                      RemoteAddress{me.regions[0], 2064});
-  me.transport.flush(0, Deadline::after(30));
-  CHECK(ticket >= 0 && ticket < me.size);
-  std::mutex mutex;
-  std::vector<int64_t> notes;
-  me.transport.set_handler(kNote, [&](int, Bytes&& payload) {
-    int64_t values[2];
-    std::memcpy(values, payload.data(), sizeof values);
-    std::lock_guard lock(mutex);
-    notes.push_back(values[0]);
-    notes.push_back(values[1]);
-  });
-  me.barrier(11);
-  int64_t report[2] = {ticket, seen};
-  me.transport.send(0, kNote, std::as_bytes(std::span(report)));
-  if (me.rank == 0) {
-    me.wait([&] { std::lock_guard lock(mutex); return notes.size() == 2u * me.size; }, "notes");
-    int64_t total;
-    std::memcpy(&total, memory + 2048, 8);
-    CHECK(total == 200 * me.size);
-    std::vector<int64_t> tickets, winners;
-    int64_t winner;
-    std::memcpy(&winner, memory + 2064, 8);
-    for (size_t i = 0; i < notes.size(); i += 2) {
-      tickets.push_back(notes[i]);
-      if (notes[i + 1] == 0) winners.push_back(notes[i + 1]);
-      else CHECK(notes[i + 1] == winner);  // a loser saw the winner's value
-    }
-    std::sort(tickets.begin(), tickets.end());
-    for (int i = 0; i < me.size; ++i) CHECK(tickets[i] == i);
-    CHECK(winners.size() == 1);
-    CHECK(winner >= 1 && winner <= me.size);
-  }
   me.barrier(12);
   region.reset();
   std::free(memory);

@@ -1,6 +1,5 @@
 #include "runtime/fabric_transport.hpp"
 
-#include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
@@ -24,54 +23,6 @@ constexpr size_t kCompletionBatch = 16;
 // Set while this thread dispatches active messages, so that a handler that sends (and so
 // makes progress) does not dispatch re-entrantly.
 thread_local bool t_delivering = false;
-
-fi_op to_fi(AtomicOp op) {
-  switch (op) {
-    case AtomicOp::Sum: return FI_SUM;
-    case AtomicOp::Prod: return FI_PROD;
-    case AtomicOp::Min: return FI_MIN;
-    case AtomicOp::Max: return FI_MAX;
-    case AtomicOp::Land: return FI_LAND;
-    case AtomicOp::Lor: return FI_LOR;
-    case AtomicOp::Lxor: return FI_LXOR;
-    case AtomicOp::Band: return FI_BAND;
-    case AtomicOp::Bor: return FI_BOR;
-    case AtomicOp::Bxor: return FI_BXOR;
-    case AtomicOp::Replace: return FI_ATOMIC_WRITE;
-    case AtomicOp::NoOp: return FI_ATOMIC_READ;
-    case AtomicOp::CompareSwap: return FI_CSWAP;
-  }
-  return FI_ATOMIC_OP_LAST;
-}
-
-fi_datatype to_fi(AtomicType type) {
-  switch (type) {
-    case AtomicType::Int8: return FI_INT8;
-    case AtomicType::UInt8: return FI_UINT8;
-    case AtomicType::Int16: return FI_INT16;
-    case AtomicType::UInt16: return FI_UINT16;
-    case AtomicType::Int32: return FI_INT32;
-    case AtomicType::UInt32: return FI_UINT32;
-    case AtomicType::Int64: return FI_INT64;
-    case AtomicType::UInt64: return FI_UINT64;
-    case AtomicType::Float32: return FI_FLOAT;
-    case AtomicType::Float64: return FI_DOUBLE;
-    case AtomicType::Complex64: return FI_FLOAT_COMPLEX;
-    case AtomicType::Complex128: return FI_DOUBLE_COMPLEX;
-  }
-  return FI_DATATYPE_LAST;
-}
-size_t atomic_type_size(AtomicType type) {
-  switch (type) {
-    case AtomicType::Int8: case AtomicType::UInt8: return 1;
-    case AtomicType::Int16: case AtomicType::UInt16: return 2;
-    case AtomicType::Int32: case AtomicType::UInt32: case AtomicType::Float32: return 4;
-    case AtomicType::Int64: case AtomicType::UInt64: case AtomicType::Float64:
-    case AtomicType::Complex64: return 8;
-    case AtomicType::Complex128: return 16;
-  }
-  return 16;
-}
 }  // namespace
 
 // The context of one posted libfabric operation. Standard layout with the fi_context2 first,
@@ -105,6 +56,8 @@ class FabricTransport::Region final : public LocalRegion {
 
 fabric::Info FabricTransport::hints(const std::string& provider) {
   auto hints = fabric::Info::allocate();
+  // FI_ATOMIC is asked for though rma posts no atomics (windows apply accumulates on the CPU):
+  // dropping it would change which providers qualify, and what `rmarun --info` lists.
   hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
   hints->ep_attr->type = FI_EP_RDM;
   // Every mode we can honour; FI_MR_LOCAL is left out so origin buffers need no registration.
@@ -135,7 +88,6 @@ FabricTransport::FabricTransport(const FabricOptions& options)
   info_.emplace(fabric::get_info(hints, node, node ? FI_SOURCE : 0));
   fi_info* info = info_->get();
   provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : options.provider;
-  plain_atomics_fetch_ = provider_ == "shm";
   mr_mode_ = info->domain_attr->mr_mode;
 
   fabric_.emplace(info);
@@ -342,57 +294,6 @@ void FabricTransport::write(int target, const void* source, size_t length,
 void FabricTransport::read(int target, void* destination, size_t length,
                            const RemoteAddress& source) {
   transfer(false, target, destination, length, source);
-}
-
-void FabricTransport::atomic(int target, AtomicOp op_code, AtomicType type, size_t count,
-                             const void* operand, const void* compare, void* result,
-                             const RemoteAddress& destination) {
-  check_target(target, "atomic");
-  if (count == 0) return;
-  // shm 1.17 applies a delivery-complete atomic twice when its response queue fills up
-  // (measured: whole batches replayed). A fetching atomic is applied once and completes only
-  // after it was applied, so on shm a plain atomic fetches into a scratch buffer instead.
-  bool fetch_instead = result == nullptr && plain_atomics_fetch_;
-  size_t scratch = fetch_instead ? count * atomic_type_size(type) : 0;
-  auto* op = new Operation(Operation::Kind::OneSided, target, scratch);
-  if (fetch_instead) result = op->data;
-  fi_ioc local{const_cast<void*>(operand), count};
-  fi_ioc fetched{result, count};
-  fi_ioc comparand{const_cast<void*>(compare), count};
-  fi_rma_ioc remote{destination.region.base + destination.offset, count, destination.region.key};
-  fi_msg_atomic msg{};
-  msg.msg_iov = &local;
-  msg.iov_count = 1;
-  msg.addr = static_cast<fi_addr_t>(target);
-  msg.rma_iov = &remote;
-  msg.rma_iov_count = 1;
-  msg.datatype = to_fi(type);
-  msg.op = to_fi(op_code);
-  msg.context = &op->context;
-  if (op_code == AtomicOp::CompareSwap) {
-    post_one_sided(target, "fi_compare_atomicmsg", op, [&] {
-      return fi_compare_atomicmsg(endpoint_->get(), &msg, &comparand, nullptr, 1, &fetched,
-                                  nullptr, 1, FI_COMPLETION);
-    });
-  } else if (result != nullptr) {
-    post_one_sided(target, "fi_fetch_atomicmsg", op, [&] {
-      return fi_fetch_atomicmsg(endpoint_->get(), &msg, &fetched, nullptr, 1, FI_COMPLETION);
-    });
-  } else {
-    post_one_sided(target, "fi_atomicmsg", op, [&] {
-      return fi_atomicmsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
-    });
-  }
-}
-
-size_t FabricTransport::atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) {
-  uint64_t flags = kind == AtomicKind::Fetch     ? FI_FETCH_ATOMIC
-                   : kind == AtomicKind::Compare ? FI_COMPARE_ATOMIC
-                                                 : 0;
-  fi_atomic_attr attr{};
-  std::lock_guard lock(fabric_mutex_);
-  int rc = fi_query_atomic(domain_->get(), to_fi(type), to_fi(op), &attr, flags);
-  return rc == 0 ? attr.count : 0;
 }
 
 void FabricTransport::set_handler(uint16_t id, ActiveMessageHandler handler) {

@@ -2,8 +2,8 @@
 //
 // Thread model: the provider is opened with FI_THREAD_DOMAIN and every libfabric call is
 // made under fabric_mutex_, from the caller's thread or the progress engine's.
-// Completion: every one-sided operation is posted with FI_DELIVERY_COMPLETE, the only flag
-// under which a completion means "visible at the target" on these providers.
+// Completion: a write is posted with FI_DELIVERY_COMPLETE, the only flag under which a
+// completion means "visible at the target" on these providers.
 #pragma once
 
 #include <atomic>
@@ -48,9 +48,6 @@ class FabricTransport final : public Transport {
   void write(int target, const void* source, size_t length,
              const RemoteAddress& destination) override;
   void read(int target, void* destination, size_t length, const RemoteAddress& source) override;
-  void atomic(int target, AtomicOp op, AtomicType type, size_t count, const void* operand,
-              const void* compare, void* result, const RemoteAddress& destination) override;
-  size_t atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) override;
 
   void set_handler(uint16_t id, ActiveMessageHandler handler) override;
   void send(int target, uint16_t handler, std::span<const std::byte> payload) override;
@@ -106,7 +103,6 @@ class FabricTransport final : public Transport {
   bool every_peer_rings_ = false;
   bool connected_ = false;
   uint64_t mr_mode_ = 0;
-  bool plain_atomics_fetch_ = false;  // see atomic(): a shm 1.17 workaround
   std::atomic<uint64_t> next_key_{1};  // for providers that let us choose keys
 
   // Guards every libfabric call and the counters below.

@@ -38,14 +38,6 @@ class LocalRegion {
   virtual RegionDescriptor descriptor() const = 0;
 };
 
-enum class AtomicOp : uint8_t {
-  Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp, CompareSwap
-};
-enum class AtomicType : uint8_t {
-  Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Complex64, Complex128
-};
-enum class AtomicKind : uint8_t { Plain, Fetch, Compare };
-
 // Receives a whole active message at its target: the source's world rank and the payload.
 using ActiveMessageHandler = std::function<void(int source, std::vector<std::byte>&& payload)>;
 
@@ -62,18 +54,12 @@ class Transport {
 
   virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;
 
-  // One-sided operations. They return once posted; the data is visible at the target
-  // (write, atomic) or has landed locally (read, fetched results) after flush(target).
+  // One-sided operations. They return once posted; the data is visible at the target (write)
+  // or has landed locally (read) after flush(target).
   // Callers keep the local buffers alive and unchanged until then. Zero lengths are no-ops.
   virtual void write(int target, const void* source, size_t length,
                      const RemoteAddress& destination) = 0;
   virtual void read(int target, void* destination, size_t length, const RemoteAddress& source) = 0;
-  // Element-wise atomic on `count` elements. result is null for AtomicKind::Plain; compare is
-  // used only by AtomicOp::CompareSwap.
-  virtual void atomic(int target, AtomicOp op, AtomicType type, size_t count, const void* operand,
-                      const void* compare, void* result, const RemoteAddress& destination) = 0;
-  // How many elements one native atomic may carry for this op and type; 0 = not native.
-  virtual size_t atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) = 0;
 
   // Active messages: any size; delivered to the target's handler in the order sent by each
   // source, by whichever thread makes progress there. Handlers must not block.
