@@ -523,10 +523,6 @@ void FabricTransport::flush(int target, const Deadline& deadline) {
   if (!failure.empty()) throw RmaError("rma: rank " + std::to_string(rank()) + ": " + failure);
 }
 
-void FabricTransport::flush_all(const Deadline& deadline) {
-  for (int target = 0; target < size(); ++target) flush(target, deadline);
-}
-
 void FabricTransport::flush_sends(const Deadline& deadline) {
   std::vector<int> everyone(size());
   for (int i = 0; i < size(); ++i) everyone[i] = i;

@@ -54,7 +54,6 @@ class FabricTransport final : public Transport {
 
   bool idle(int target) override;
   void flush(int target, const Deadline& deadline) override;
-  void flush_all(const Deadline& deadline) override;
   void flush_sends(const Deadline& deadline) override;
   bool progress() override;
   // This rank's bell (in its inbox): peers ring it after every post and message to this rank

@@ -70,7 +70,6 @@ class Transport {
   virtual bool idle(int target) = 0;
   // Waits until every one-sided operation issued to target is complete; throws the first error.
   virtual void flush(int target, const Deadline& deadline) = 0;
-  virtual void flush_all(const Deadline& deadline) = 0;
   // Waits until every active message sent has left this process.
   virtual void flush_sends(const Deadline& deadline) = 0;
   // One pass of progress: completions, arrived messages. True if anything happened.
