@@ -29,19 +29,14 @@ struct RuntimeOptions {
   bool inbox_messages = true;    // messages to ranks of this host through shared memory
 };
 
-// Active-message handler ids; the window layer adds its own.
+// Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the
+// runtime's own; the layers above take theirs from kFirstLayerMessageId up (the windows:
+// window/window_messages.hpp), each layer a range of its own. Keep them below 256: the
+// handler table is indexed by id.
 enum ActiveMessageId : uint16_t {
-  kCommunicatorMessage = 1,
-  kWindowApply = 10,  // window layer: apply data or an op to a region of a target's window
-  kWindowRead = 11,   // window layer: read a region
-  kWindowReply = 12,  // window layer: acknowledgement or data for the origin
-  kWindowAttachments = 13,  // window layer: a dynamic window's attached ranges, please
-  kWindowPost = 14,         // window layer: the sender opened an exposure epoch for us
-  kWindowComplete = 15,     // window layer: the sender completed its access epoch to us
-  kWindowLock = 16,         // window layer: a lock request (exclusive or shared, or a try)
-  kWindowUnlock = 17,       // window layer: the sender releases its lock
-  kWindowGrant = 18,        // window layer: the answer to a lock request
+  kCommunicatorMessage = 1,  // a point-to-point message of a communicator (the collectives')
 };
+inline constexpr uint16_t kFirstLayerMessageId = 10;
 
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:

@@ -64,6 +64,7 @@ class Transport {
   // Active messages: any size; delivered to the target's handler in the order sent by each
   // source, by whichever thread makes progress there. Handlers must not block.
   virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
+  // Handler ids: see ActiveMessageId in runtime.hpp for who owns which.
   virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
 
   // Whether every one-sided operation issued to target has completed (does not wait).
