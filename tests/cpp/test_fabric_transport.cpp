@@ -17,27 +17,28 @@
 #include "fork_job.hpp"
 #include "errors.hpp"
 #include "fabric/check.hpp"
+#include "runtime/fabric_endpoint.hpp"
 #include "runtime/progress_engine.hpp"
 
 namespace {
 using rma::Deadline;
-using rma::FabricTransport;
 using rma::RegionDescriptor;
 using rma::RemoteAddress;
+using rma::Transport;
 using Bytes = std::vector<std::byte>;
 
 constexpr uint16_t kBarrier = 20, kDescriptor = 21, kData = 22, kNote = 23;
 
 // What every rank of a test job has: the transport, a barrier and everyone's region.
 struct Rank {
-  FabricTransport& transport;
+  Transport& transport;
   int rank, size;
   std::mutex mutex;
   std::map<int, int> arrivals;  // barrier phase -> ranks arrived
   std::vector<RegionDescriptor> regions;
   int regions_known = 0;
 
-  explicit Rank(FabricTransport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
+  explicit Rank(Transport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
     transport.set_handler(kBarrier, [this](int, Bytes&& payload) {
       int phase;
       std::memcpy(&phase, payload.data(), sizeof phase);
@@ -83,13 +84,13 @@ void run_job(const std::string& provider, bool inboxes, int size, const std::fun
     options.size = size;
     options.timeout_seconds = 30;
     options.inbox_messages = inboxes;
-    FabricTransport transport(options);
-    Rank rank(transport);  // handlers are in place before anyone knows our address
-    transport.connect(exchange(transport.address()));
+    auto transport = rma::open_fabric_transport(options);
+    Rank rank(*transport);  // handlers are in place before anyone knows our address
+    transport->connect(exchange(transport->address()));
     body(rank);
     rank.barrier(1000);  // nobody tears down while a peer still needs it
     try {
-      transport.flush_sends(Deadline::after(30));
+      transport->flush_sends(Deadline::after(30));
     } catch (const rma::PeerError&) {
       // deadlines_and_dead_peers marked a live neighbour dead on purpose.
     }
@@ -109,7 +110,7 @@ uint8_t pattern(int source, int message, size_t index) {
 void active_messages(Rank& me) {
   // Every rank sends every rank (itself too) messages of awkward sizes, one of them larger
   // than a fragment; each arrives whole and in the order its source sent it.
-  const std::vector<size_t> sizes = {0, 1, 1000, 3 * FabricTransport::kFragmentPayload + 17, 7, 65536};
+  const std::vector<size_t> sizes = {0, 1, 1000, 3 * rma::kFragmentPayload + 17, 7, 65536};
   std::mutex mutex;
   std::vector<int> next(me.size, 0);
   int received = 0, wrong = 0;
@@ -199,7 +200,7 @@ void deadlines_and_dead_peers(Rank& me) {
 
 int main() {
   test::run("handles keep their parents alive", [] {
-    auto info = rma::fabric::get_info(FabricTransport::hints("shm"), nullptr, 0);
+    auto info = rma::fabric::get_info(rma::FabricEndpoint::hints("shm"), nullptr, 0);
     std::optional<rma::fabric::Fabric> fabric(std::in_place, info.get());
     rma::fabric::Domain domain(*fabric, info.get());
     fabric.reset();  // the domain holds the fabric open; ASan would see a use after close
@@ -214,14 +215,15 @@ int main() {
   test::run("an unknown provider is a FabricError naming the call", [] {
     rma::FabricOptions options;
     options.provider = "no-such-provider";
-    CHECK_THROWS(rma::fabric::FabricError, "fi_getinfo", FabricTransport{options});
-    CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", FabricTransport{options});
+    CHECK_THROWS(rma::fabric::FabricError, "fi_getinfo", rma::open_fabric_transport(options));
+    CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", rma::open_fabric_transport(options));
   });
   for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
     for (bool inboxes : {true, false}) {
       for (int size : {1, 2, 3}) {
         test::run(provider + (inboxes ? ", inboxes" : ", fabric messages") + " x" + std::to_string(size), [&] {
           run_job(provider, inboxes, size, [](Rank& me) {
+            CHECK(me.transport.incoming_bell() != nullptr);  // every peer rings it: one host
             active_messages(me);
             one_sided(me);
             if (me.size >= 2) progress_engine_runs_handlers(me);

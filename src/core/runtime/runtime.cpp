@@ -4,6 +4,7 @@
 
 #include "errors.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/fabric_transport.hpp"
 
 namespace rma {
 
@@ -19,7 +20,7 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.size = options.size;
   fabric.timeout_seconds = options.timeout_seconds;
   fabric.inbox_messages = options.inbox_messages;
-  transport_ = std::make_unique<FabricTransport>(fabric);
+  transport_ = open_fabric_transport(fabric);
   // Communicator messages: [context u32][tag i32][data].
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
     if (payload.size() < 8) throw RmaError("rma: truncated communicator message");
@@ -43,10 +44,10 @@ void Runtime::require_active_or_unconnected() const {
   if (!transport_) throw RmaError("rma: the runtime has been finalized");
 }
 
-void Runtime::connect(const std::vector<std::vector<std::byte>>& names) {
+void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses) {
   require_active_or_unconnected();
   if (active()) throw RmaError("rma: the runtime is already connected");
-  transport_->connect(names);
+  transport_->connect(addresses);
   progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);
   active_.store(true, std::memory_order_release);
 }

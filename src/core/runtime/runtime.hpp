@@ -7,13 +7,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <typeindex>
 #include <string>
+#include <typeindex>
 #include <vector>
 
-#include "runtime/fabric_transport.hpp"
 #include "runtime/message_matcher.hpp"
 #include "runtime/progress_engine.hpp"
+#include "runtime/transport.hpp"
 
 namespace rma {
 
@@ -40,19 +40,24 @@ inline constexpr uint16_t kFirstLayerMessageId = 10;
 
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
-  // Opens the endpoint; throws FabricError when the provider cannot be used.
+  // Opens the endpoint; throws UsageError when rank is outside [0, size), FabricError when
+  // the provider cannot be used.
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
 
   int rank() const noexcept { return options_.rank; }
   int size() const noexcept { return options_.size; }
   const RuntimeOptions& options() const noexcept { return options_; }
+  // The libfabric provider opened; "" once finalized.
   std::string provider() const { return transport_ ? transport_->provider() : std::string(); }
+  // What peers need to reach this rank. Throws RmaError once finalized.
   std::vector<std::byte> address() const;
 
-  // Makes every rank reachable and starts the progress engine. Call once.
-  void connect(const std::vector<std::vector<std::byte>>& names);
-  // The communicator of all ranks.
+  // Makes every rank reachable and starts the progress engine; addresses[r] is rank r's
+  // address(). Call once. Throws UsageError when the list does not have size() entries,
+  // RmaError when called twice or after finalize().
+  void connect(const std::vector<std::vector<std::byte>>& addresses);
+  // The communicator of all ranks. Throws RmaError unless active().
   std::shared_ptr<Communicator> world();
 
   void mark_peer_dead(int rank) noexcept;
@@ -64,6 +69,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // Throws RmaError naming `call` when finalize() has been called.
   void require_active(const char* call) const;
 
+  // Throws RmaError once finalized.
   Transport& transport();
   MessageMatcher& matcher() noexcept { return matcher_; }
   Deadline deadline() const { return Deadline::after(options_.timeout_seconds); }
@@ -84,7 +90,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
  private:
   void require_active_or_unconnected() const;
   RuntimeOptions options_;
-  std::unique_ptr<FabricTransport> transport_;
+  std::unique_ptr<Transport> transport_;
   std::unique_ptr<ProgressEngine> progress_;
   MessageMatcher matcher_;
   std::atomic<bool> active_{false};
