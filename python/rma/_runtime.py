@@ -137,7 +137,7 @@ def _join() -> _Job:
             )
         provider, node = choose_provider(requested, same_host=True)
         runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us)
-        runtime.connect([runtime.address()])
+        runtime.connect([runtime.address()], [socket.gethostname()])
         return _Job(runtime, None, Comm(runtime.world()))
 
     if rank is None or size is None:
@@ -166,7 +166,7 @@ def _join() -> _Job:
                     f"{other_provider.decode()!r}; give every rank the same RMA_PROVIDER"
                 )
             names.append(name)
-        runtime.connect(names)
+        runtime.connect(names, hosts)
         store.on_peer_dead(lambda dead: _peer_died(runtime, dead))
         world = Comm(runtime.world())
         # Nobody leaves init before every rank has connected: a rank that ended at once would

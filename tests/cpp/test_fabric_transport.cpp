@@ -1,5 +1,6 @@
 // The libfabric transport between real processes: active messages (order, sizes, self),
-// write/read with remote completion, the progress engine, dead peers and deadlines.
+// write/read with remote completion, the progress engine, dead peers and deadlines, on one
+// host and on pretended hosts (messages between those go through the fabric, not the inboxes).
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
 #include "runtime/fabric_transport.hpp"
 
@@ -73,8 +74,11 @@ struct Rank {
 };
 
 // Forks `size` ranks that run body(rank) over `provider` (messages through the ranks'
-// shared-memory inboxes, or through the fabric); CHECKs that each exits 0 in time.
-void run_job(const std::string& provider, bool inboxes, int size, const std::function<void(Rank&)>& body) {
+// shared-memory inboxes, or through the fabric); CHECKs that each exits 0 in time. hosts:
+// each rank's host identity (default: one host).
+void run_job(const std::string& provider, bool inboxes, int size, const std::function<void(Rank&)>& body,
+             std::vector<std::string> hosts = {}) {
+  if (hosts.empty()) hosts.assign(size, "here");
   auto statuses = fork_job::run(size, [&](int r, const fork_job::Exchange& exchange) {
     test::passed() = test::failed() = 0;  // the child counts only its own checks
     rma::FabricOptions options;
@@ -86,7 +90,7 @@ void run_job(const std::string& provider, bool inboxes, int size, const std::fun
     options.inbox_messages = inboxes;
     auto transport = rma::open_fabric_transport(options);
     Rank rank(*transport);  // handlers are in place before anyone knows our address
-    transport->connect(exchange(transport->address()));
+    transport->connect(exchange(transport->address()), rma::Topology(hosts, r));
     body(rank);
     rank.barrier(1000);  // nobody tears down while a peer still needs it
     try {
@@ -232,6 +236,18 @@ int main() {
         });
       }
     }
+  }
+  for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
+    // Rank 1 pretends to run elsewhere: its messages go through the fabric, the others'
+    // between themselves through their inboxes, and nobody may sleep on a bell rank 1 cannot ring.
+    test::run(provider + ", pretended hosts a b a", [&] {
+      run_job(provider, true, 3, [](Rank& me) {
+        CHECK(me.transport.incoming_bell() == nullptr);
+        active_messages(me);
+        one_sided(me);
+        progress_engine_runs_handlers(me);
+      }, {"a", "b", "a"});
+    });
   }
   return test::finish();
 }

@@ -25,7 +25,7 @@ class FabricTransport final : public Transport {
         inbox_messages_(options.inbox_messages) {}
 
   std::vector<std::byte> address() const override;
-  void connect(const std::vector<std::vector<std::byte>>& addresses) override;
+  void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) override;
   std::string provider() const override { return endpoint_.provider(); }
 
   std::unique_ptr<LocalRegion> register_region(void* base, size_t length) override {
@@ -83,10 +83,11 @@ std::vector<std::byte> FabricTransport::address() const {
   return address;
 }
 
-void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses) {
-  if (addresses.size() != static_cast<size_t>(size())) {
-    throw UsageError("rma: connect needs " + std::to_string(size()) + " addresses, got " +
-                     std::to_string(addresses.size()));
+void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses,
+                              const Topology& topology) {
+  if (addresses.size() != static_cast<size_t>(size()) || topology.size() != size()) {
+    throw UsageError("rma: connect needs " + std::to_string(size()) + " addresses and hosts, got " +
+                     std::to_string(addresses.size()) + " and " + std::to_string(topology.size()));
   }
   std::vector<std::vector<std::byte>> names;
   std::vector<std::string> inboxes;
@@ -100,7 +101,7 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
     names.emplace_back(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length));
     inboxes.emplace_back(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length);
   }
-  link_.connect(inboxes);
+  link_.connect(inboxes, topology);
   endpoint_.connect(names);
   connected_ = true;
 }

@@ -16,10 +16,14 @@ InboxLink::InboxLink(Transport& owner, double timeout_seconds)
       peers_(owner.size()),
       push_mutexes_(new std::mutex[owner.size()]) {}
 
-void InboxLink::connect(const std::vector<std::string>& names) {
+void InboxLink::connect(const std::vector<std::string>& names, const Topology& topology) {
   reached_by_everyone_ = true;
   for (int peer = 0; peer < owner_.size(); ++peer) {
     if (peer == owner_.rank()) continue;
+    if (!topology.same_host(peer, owner_.rank())) {
+      reached_by_everyone_ = false;
+      continue;
+    }
     try {
       peers_[peer] = ShmInbox::open(names[peer], owner_.size());
     } catch (const RmaError&) {

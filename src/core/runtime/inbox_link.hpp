@@ -11,6 +11,7 @@
 
 #include "runtime/message_assembler.hpp"
 #include "runtime/shm_inbox.hpp"
+#include "runtime/topology.hpp"
 #include "runtime/transport.hpp"
 
 namespace rma {
@@ -24,10 +25,10 @@ class InboxLink {
 
   // What the ranks of this host open to reach this rank's inbox.
   const std::string& name() const { return inbox_->name(); }
-  // Opens the inboxes of the other ranks; names[r] is rank r's name(). A rank whose inbox
-  // cannot be opened (another host) is not reached: the fabric carries its messages, and it
-  // cannot ring this rank's bell.
-  void connect(const std::vector<std::string>& names);
+  // Opens the inboxes of the other ranks of this host; names[r] is rank r's name(). A rank
+  // whose inbox cannot be opened (another machine under the same host identity) is not
+  // reached: the fabric carries its messages, and it cannot ring this rank's bell.
+  void connect(const std::vector<std::string>& names, const Topology& topology);
   // Whether target's inbox is open (false for this rank itself).
   bool reaches(int target) const noexcept {
     return target >= 0 && target < static_cast<int>(peers_.size()) && peers_[target] != nullptr;

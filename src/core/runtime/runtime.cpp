@@ -44,12 +44,24 @@ void Runtime::require_active_or_unconnected() const {
   if (!transport_) throw RmaError("rma: the runtime has been finalized");
 }
 
-void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses) {
+void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses,
+                      const std::vector<std::string>& hosts) {
   require_active_or_unconnected();
   if (active()) throw RmaError("rma: the runtime is already connected");
-  transport_->connect(addresses);
+  if (addresses.size() != static_cast<size_t>(size()) || hosts.size() != static_cast<size_t>(size())) {
+    throw UsageError("rma: connect needs " + std::to_string(size()) + " addresses and host identities, got " +
+                     std::to_string(addresses.size()) + " and " + std::to_string(hosts.size()));
+  }
+  Topology topology(hosts, rank());
+  transport_->connect(addresses, topology);
+  topology_ = std::move(topology);
   progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);
   active_.store(true, std::memory_order_release);
+}
+
+const Topology& Runtime::topology() const {
+  if (topology_.size() == 0) throw RmaError("rma: the job's topology is known once the runtime is connected");
+  return topology_;
 }
 
 std::shared_ptr<Communicator> Runtime::world() {

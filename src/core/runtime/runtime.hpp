@@ -1,6 +1,7 @@
-// One rank's runtime: the transport, the progress engine, the peers' liveness and the queue
-// of arrived point-to-point messages. The bootstrap (rendezvous store) lives above it, in
-// Python: it publishes address() and hands every rank's address to connect().
+// One rank's runtime: the transport, the progress engine, the peers' liveness, the job's
+// topology and the queue of arrived point-to-point messages. The bootstrap (rendezvous store)
+// lives above it, in Python: it publishes address(), and hands every rank's address and host
+// identity to connect().
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 
 #include "runtime/message_matcher.hpp"
 #include "runtime/progress_engine.hpp"
+#include "runtime/topology.hpp"
 #include "runtime/transport.hpp"
 
 namespace rma {
@@ -53,10 +55,14 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // What peers need to reach this rank. Throws RmaError once finalized.
   std::vector<std::byte> address() const;
 
-  // Makes every rank reachable and starts the progress engine; addresses[r] is rank r's
-  // address(). Call once. Throws UsageError when the list does not have size() entries,
-  // RmaError when called twice or after finalize().
-  void connect(const std::vector<std::vector<std::byte>>& addresses);
+  // Makes every rank reachable and starts the progress engine. addresses[r] is rank r's
+  // address(), hosts[r] its host identity (ranks with equal identities share a host). Call
+  // once. Throws UsageError when either list does not have size() entries, RmaError when
+  // called twice or after finalize().
+  void connect(const std::vector<std::vector<std::byte>>& addresses,
+               const std::vector<std::string>& hosts);
+  // Which ranks share a host (see topology.hpp). Throws RmaError before connect().
+  const Topology& topology() const;
   // The communicator of all ranks. Throws RmaError unless active().
   std::shared_ptr<Communicator> world();
 
@@ -92,6 +98,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   RuntimeOptions options_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ProgressEngine> progress_;
+  Topology topology_;  // set once by connect(), before active_
   MessageMatcher matcher_;
   std::atomic<bool> active_{false};
   std::atomic<uint32_t> next_context_{1};  // 0 is the world

@@ -14,6 +14,7 @@
 
 #include "runtime/bell.hpp"
 #include "runtime/peer_status.hpp"
+#include "runtime/topology.hpp"
 #include "runtime/waiting.hpp"
 
 namespace rma {
@@ -54,10 +55,12 @@ class Transport {
 
   // What peers need to reach this rank (opaque bytes, exchanged by the bootstrap).
   virtual std::vector<std::byte> address() const = 0;
-  // Takes every rank's address (index = world rank). Call once, before any traffic. Throws
+  // Takes every rank's address (index = world rank) and the job's topology, which says which
+  // ranks may be reached through shared memory. Call once, before any traffic. Throws
   // UsageError when an address is missing or malformed, FabricError when the provider
   // refuses one.
-  virtual void connect(const std::vector<std::vector<std::byte>>& addresses) = 0;
+  virtual void connect(const std::vector<std::vector<std::byte>>& addresses,
+                       const Topology& topology) = 0;
   // The libfabric provider in use, e.g. "shm" or "tcp;ofi_rxm".
   virtual std::string provider() const = 0;
 
