@@ -1,6 +1,8 @@
-"""The job's topology, learned once at init: which ranks share a host, for the world and for
-communicators split from it. (The plugin runs every rank on this host;
-tests/cpp/test_topology.cpp pretends several hosts.)"""
+"""The job's topology and transport setting, learned once at init: which ranks share a host,
+for the world and for communicators split from it, and the RMA_TRANSPORT every rank agreed on.
+(The plugin runs every rank on this host; tests/cpp/test_topology.cpp pretends several hosts.)"""
+
+import os
 
 import pytest
 
@@ -34,3 +36,11 @@ def test_split_communicators_know_their_hosts(comm):
     if rest is not None:
         assert rest._core.on_one_host()
         assert rest._core.host_ranks == list(range(comm.size - 1))
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=60)
+def test_the_transport_setting_is_the_environments(comm):
+    expected = os.environ.get("RMA_TRANSPORT", "").strip() or "auto"
+    assert _runtime.transport_setting() == expected
+    assert _core_runtime().transport_setting == expected
+    assert comm.allgather(_runtime.transport_setting()) == [expected] * comm.size

@@ -25,7 +25,7 @@ void register_runtime(py::module_& m) {
 
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node,
-                       double timeout, int progress_sleep_us, bool inbox_messages) {
+                       double timeout, int progress_sleep_us, const std::string& transport) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -33,16 +33,20 @@ void register_runtime(py::module_& m) {
              options.node = node;
              options.timeout_seconds = timeout;
              options.progress_sleep_us = progress_sleep_us;
-             options.inbox_messages = inbox_messages;
+             options.transport = rma::parse_transport_setting(transport);
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
            py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "",
-           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000, py::arg("inbox_messages") = true)
+           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto",
+           "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric.")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)
       .def_property_readonly("active", &rma::Runtime::active)
+      .def_property_readonly(
+          "transport_setting", [](const rma::Runtime& runtime) { return rma::to_string(runtime.options().transport); },
+          "RMA_TRANSPORT as the job agreed on it at init: 'auto', 'shared-memory' or 'libfabric'.")
       .def(
           "host_of", [](const rma::Runtime& runtime, int rank) { return runtime.topology().host_of(rank); },
           py::arg("rank"),

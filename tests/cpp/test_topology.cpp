@@ -15,7 +15,7 @@ using rma::Topology;
 using Ranks = std::vector<int>;
 
 // Forks size ranks of one runtime each over shm, connected with `hosts`; runs body(runtime).
-void run_job(const std::vector<std::string>& hosts, bool inbox_messages,
+void run_job(const std::vector<std::string>& hosts, rma::TransportSetting transport,
              const std::function<void(rma::Runtime&)>& body) {
   int size = static_cast<int>(hosts.size());
   auto statuses = fork_job::run(size, [&](int rank, const fork_job::Exchange& exchange) {
@@ -24,7 +24,7 @@ void run_job(const std::vector<std::string>& hosts, bool inbox_messages,
     options.rank = rank;
     options.size = size;
     options.timeout_seconds = 30;
-    options.inbox_messages = inbox_messages;
+    options.transport = transport;
     auto runtime = std::make_shared<rma::Runtime>(options);
     CHECK_THROWS(rma::RmaError, "connected", runtime->topology());
     runtime->connect(exchange(runtime->address()), hosts);
@@ -54,8 +54,16 @@ int main() {
     CHECK_THROWS(rma::UsageError, "rank 2", Topology({"a", "a"}, 2));
     CHECK(Topology().size() == 0);
   });
+  test::run("transport settings by name", [] {
+    for (auto setting : {rma::TransportSetting::Auto, rma::TransportSetting::SharedMemory,
+                         rma::TransportSetting::Libfabric}) {
+      CHECK(rma::parse_transport_setting(rma::to_string(setting)) == setting);
+    }
+    CHECK(std::string(rma::to_string(rma::TransportSetting::SharedMemory)) == "shared-memory");
+    CHECK_THROWS(rma::UsageError, "use auto, shared-memory or libfabric", rma::parse_transport_setting("shm"));
+  });
   test::run("one host", [] {
-    run_job({"h", "h", "h"}, true, [](rma::Runtime& runtime) {
+    run_job({"h", "h", "h"}, rma::TransportSetting::Auto, [](rma::Runtime& runtime) {
       CHECK(runtime.topology().host_count() == 1);
       CHECK(runtime.topology().host_ranks() == (Ranks{0, 1, 2}));
       auto world = runtime.world();
@@ -68,9 +76,9 @@ int main() {
       }
     });
   });
-  for (bool inboxes : {true, false}) {
-    test::run(std::string("pretended hosts x y x y, ") + (inboxes ? "inboxes" : "fabric messages"), [&] {
-      run_job({"x", "y", "x", "y"}, inboxes, [](rma::Runtime& runtime) {
+  for (auto transport : {rma::TransportSetting::Auto, rma::TransportSetting::Libfabric}) {
+    test::run(std::string("pretended hosts x y x y, ") + rma::to_string(transport), [&] {
+      run_job({"x", "y", "x", "y"}, transport, [](rma::Runtime& runtime) {
         const Topology& topology = runtime.topology();
         int me = runtime.rank();
         CHECK(topology.host_count() == 2);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <typeindex>
 #include <vector>
 
@@ -21,6 +22,17 @@ namespace rma {
 
 class Communicator;
 
+// How the ranks of one host reach each other (RMA_TRANSPORT, read once by the bootstrap).
+enum class TransportSetting : uint8_t {
+  Auto,          // shared memory between the ranks of a host, libfabric between hosts
+  SharedMemory,  // the same; the window layer refuses a window whose ranks span hosts
+  Libfabric,     // everything through libfabric, messages between the ranks of a host too
+};
+// The setting's name in RMA_TRANSPORT: "auto", "shared-memory" or "libfabric".
+const char* to_string(TransportSetting setting) noexcept;
+// The setting of that name; throws UsageError naming the valid ones.
+TransportSetting parse_transport_setting(std::string_view name);
+
 struct RuntimeOptions {
   int rank = 0;
   int size = 1;
@@ -28,7 +40,7 @@ struct RuntimeOptions {
   std::string node;              // bind address for network providers ("" = default)
   double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
   int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
-  bool inbox_messages = true;    // messages to ranks of this host through shared memory
+  TransportSetting transport = TransportSetting::Auto;
 };
 
 // Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the
