@@ -168,6 +168,27 @@ def test_ranks_must_agree_on_the_provider():
         server.close()
 
 
+def test_ranks_must_agree_on_the_transport():
+    server = StoreServer(size=2)
+    server.start()
+    try:
+        transports = ["auto", "libfabric"]
+        processes = start_ranks("rma.init()", 2, server, extra_env=lambda rank: {"RMA_TRANSPORT": transports[rank]})
+        for status, _, err in finish(processes):
+            assert status != 0
+            assert "BootstrapError" in err and "disagree on RMA_TRANSPORT (auto, libfabric)" in err
+    finally:
+        server.close()
+
+
+def test_a_transport_setting_that_does_not_exist_stops_init():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_"))}
+    env["RMA_TRANSPORT"] = "shm"
+    out = subprocess.run([sys.executable, "-c", "import rma; rma.init()"], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert "BootstrapError" in out.stderr and "RMA_TRANSPORT='shm': use auto, shared-memory or libfabric" in out.stderr
+
+
 def test_plain_python_is_a_job_of_one_rank():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_"))}
     code = "import rma; c = rma.init(); print(c.rank, c.size, c.allgather('x'), c.bcast(5))"

@@ -37,7 +37,7 @@ int bench(int rank, const fork_job::Exchange& exchange) {
   options.size = 2;
   options.provider = "shm";
   auto runtime = std::make_shared<rma::Runtime>(options);
-  runtime->connect(exchange(runtime->address()));
+  runtime->connect(exchange(runtime->address()), {"here", "here"});
   auto world = runtime->world();
   // A shared-memory window, as Window.allocate makes on one host.
   auto window = rma::Window::create_shared(*world, rma::SharedSegment::create(1 << 16), "bench");

@@ -20,7 +20,7 @@ from .comm import Comm
 from ._shm_files import remove_stale_shm_files
 from .errors import BootstrapError, RMAError
 
-__all__ = ["init", "finalize", "is_initialized", "provider"]
+__all__ = ["init", "finalize", "is_initialized", "provider", "transport_setting"]
 
 # Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
 _PROVIDER_ALIASES = {"shm": "shm", "tcp": "tcp;ofi_rxm", "tcp;ofi_rxm": "tcp;ofi_rxm"}
@@ -95,6 +95,12 @@ def provider() -> str | None:
     return job.runtime.provider if job is not None else None
 
 
+def transport_setting() -> str | None:
+    """Return RMA_TRANSPORT as every rank agreed at init(): auto, shared-memory or libfabric; None before."""
+    job = _job
+    return job.runtime.transport_setting if job is not None else None
+
+
 def init() -> Comm:
     """Join the job and return the communicator of all its ranks.
 
@@ -112,13 +118,11 @@ def init() -> Comm:
         return _job.world
 
 
-def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float, sleep_us: int):
+def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float, sleep_us: int, transport: str):
     """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
     provider's regions, rma's bells): a file named after our own pid would make ours fail."""
     remove_stale_shm_files()
-    # RMA_TRANSPORT=libfabric: messages between the ranks of a host go through libfabric too.
-    inbox_messages = os.environ.get("RMA_TRANSPORT", "auto").strip() != "libfabric"
-    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, inbox_messages)
+    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, transport)
 
 
 def _join() -> _Job:
@@ -128,6 +132,9 @@ def _join() -> _Job:
     timeout = timeout_setting()
     sleep_us = int(_float_setting("RMA_PROGRESS_SLEEP_US", 1000))
     requested = os.environ.get("RMA_PROVIDER", "")
+    transport = os.environ.get("RMA_TRANSPORT", "").strip() or "auto"  # read here only
+    if transport not in ("auto", "shared-memory", "libfabric"):
+        raise BootstrapError(f"rma.init: RMA_TRANSPORT={transport!r}: use auto, shared-memory or libfabric")
 
     if not store_address:
         if size not in (None, 1):
@@ -136,8 +143,8 @@ def _join() -> _Job:
                 "`rmarun -n N ...`, or set RMA_STORE and RMA_SECRET (see `rmarun --serve-store`)"
             )
         provider, node = choose_provider(requested, same_host=True)
-        runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us)
-        runtime.connect([runtime.address()])
+        runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us, transport)
+        runtime.connect([runtime.address()], [socket.gethostname()])
         return _Job(runtime, None, Comm(runtime.world()))
 
     if rank is None or size is None:
@@ -149,11 +156,14 @@ def _join() -> _Job:
     secret = os.environ.get("RMA_SECRET", "")
     store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
     try:
-        # Round 1: where every rank runs, which decides the provider.
-        store.put(f"host/{rank}", socket.gethostname().encode())
-        hosts = store.get_many([f"host/{r}" for r in range(size)])
+        # Round 1: where every rank runs, which decides the provider, and its RMA_TRANSPORT.
+        store.put(f"host/{rank}", socket.gethostname().encode() + b"\0" + transport.encode())
+        hosts, transports = zip(*(e.rpartition(b"\0")[::2] for e in store.get_many([f"host/{r}" for r in range(size)])))
+        if len(set(transports)) != 1:
+            found = ", ".join(sorted({t.decode() for t in transports}))
+            raise BootstrapError(f"rma.init: the ranks disagree on RMA_TRANSPORT ({found}); give every rank the same")
         provider, node = choose_provider(requested, same_host=len(set(hosts)) == 1)
-        runtime = _open_runtime(rank, size, provider, node, timeout, sleep_us)
+        runtime = _open_runtime(rank, size, provider, node, timeout, sleep_us, transport)
         # Round 2: endpoint addresses, tagged with the provider so a mismatch is caught here.
         store.put(f"address/{rank}", provider.encode() + b"\0" + runtime.address())
         entries = store.get_many([f"address/{r}" for r in range(size)])
@@ -166,7 +176,7 @@ def _join() -> _Job:
                     f"{other_provider.decode()!r}; give every rank the same RMA_PROVIDER"
                 )
             names.append(name)
-        runtime.connect(names)
+        runtime.connect(names, hosts)
         store.on_peer_dead(lambda dead: _peer_died(runtime, dead))
         world = Comm(runtime.world())
         # Nobody leaves init before every rank has connected: a rank that ended at once would

@@ -25,7 +25,7 @@ void register_runtime(py::module_& m) {
 
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node,
-                       double timeout, int progress_sleep_us, bool inbox_messages) {
+                       double timeout, int progress_sleep_us, const std::string& transport) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -33,28 +33,47 @@ void register_runtime(py::module_& m) {
              options.node = node;
              options.timeout_seconds = timeout;
              options.progress_sleep_us = progress_sleep_us;
-             options.inbox_messages = inbox_messages;
+             options.transport = rma::parse_transport_setting(transport);
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
            py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "",
-           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000, py::arg("inbox_messages") = true)
+           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto",
+           "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric.")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)
       .def_property_readonly("active", &rma::Runtime::active)
+      .def_property_readonly(
+          "transport_setting", [](const rma::Runtime& runtime) { return rma::to_string(runtime.options().transport); },
+          "RMA_TRANSPORT as the job agreed on it at init: 'auto', 'shared-memory' or 'libfabric'.")
+      .def(
+          "host_of", [](const rma::Runtime& runtime, int rank) { return runtime.topology().host_of(rank); },
+          py::arg("rank"),
+          "The host number of a world rank: hosts are numbered from 0 in the order of their lowest rank.")
+      .def(
+          "same_host", [](const rma::Runtime& runtime, int a, int b) { return runtime.topology().same_host(a, b); },
+          py::arg("a"), py::arg("b"), "Whether world ranks a and b run on one host.")
+      .def_property_readonly(
+          "host_ranks", [](const rma::Runtime& runtime) { return runtime.topology().host_ranks(); },
+          "The world ranks on this rank's host, ascending (this rank among them).")
+      .def_property_readonly(
+          "host_count", [](const rma::Runtime& runtime) { return runtime.topology().host_count(); },
+          "How many hosts the job runs on.")
       .def("address",
            [](const rma::Runtime& runtime) {
              auto address = runtime.address();
              return py::bytes(reinterpret_cast<const char*>(address.data()), address.size());
            })
       .def("connect",
-           [](rma::Runtime& runtime, const std::vector<py::bytes>& names) {
+           [](rma::Runtime& runtime, const std::vector<py::bytes>& addresses, const std::vector<std::string>& hosts) {
              std::vector<std::vector<std::byte>> converted;
-             for (const auto& name : names) converted.push_back(to_bytes(name));
+             for (const auto& address : addresses) converted.push_back(to_bytes(address));
              py::gil_scoped_release release;
-             runtime.connect(converted);
-           })
+             runtime.connect(converted, hosts);
+           },
+           py::arg("addresses"), py::arg("hosts"),
+           "Every rank's address() and host identity (str or bytes; equal ones share a host).")
       .def("world", &rma::Runtime::world)
       .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"))
       .def("finalize", &rma::Runtime::finalize, py::arg("collective"),

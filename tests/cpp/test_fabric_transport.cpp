@@ -1,5 +1,6 @@
 // The libfabric transport between real processes: active messages (order, sizes, self),
-// write/read/atomics with remote completion, the progress engine, dead peers and deadlines.
+// write/read with remote completion, the progress engine, dead peers and deadlines, on one
+// host and on pretended hosts (messages between those go through the fabric, not the inboxes).
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
 #include "runtime/fabric_transport.hpp"
 
@@ -17,30 +18,28 @@
 #include "fork_job.hpp"
 #include "errors.hpp"
 #include "fabric/check.hpp"
+#include "runtime/fabric_endpoint.hpp"
 #include "runtime/progress_engine.hpp"
 
 namespace {
-using rma::AtomicKind;
-using rma::AtomicOp;
-using rma::AtomicType;
 using rma::Deadline;
-using rma::FabricTransport;
 using rma::RegionDescriptor;
 using rma::RemoteAddress;
+using rma::Transport;
 using Bytes = std::vector<std::byte>;
 
 constexpr uint16_t kBarrier = 20, kDescriptor = 21, kData = 22, kNote = 23;
 
 // What every rank of a test job has: the transport, a barrier and everyone's region.
 struct Rank {
-  FabricTransport& transport;
+  Transport& transport;
   int rank, size;
   std::mutex mutex;
   std::map<int, int> arrivals;  // barrier phase -> ranks arrived
   std::vector<RegionDescriptor> regions;
   int regions_known = 0;
 
-  explicit Rank(FabricTransport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
+  explicit Rank(Transport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
     transport.set_handler(kBarrier, [this](int, Bytes&& payload) {
       int phase;
       std::memcpy(&phase, payload.data(), sizeof phase);
@@ -75,8 +74,11 @@ struct Rank {
 };
 
 // Forks `size` ranks that run body(rank) over `provider` (messages through the ranks'
-// shared-memory inboxes, or through the fabric); CHECKs that each exits 0 in time.
-void run_job(const std::string& provider, bool inboxes, int size, const std::function<void(Rank&)>& body) {
+// shared-memory inboxes, or through the fabric); CHECKs that each exits 0 in time. hosts:
+// each rank's host identity (default: one host).
+void run_job(const std::string& provider, bool inboxes, int size, const std::function<void(Rank&)>& body,
+             std::vector<std::string> hosts = {}) {
+  if (hosts.empty()) hosts.assign(size, "here");
   auto statuses = fork_job::run(size, [&](int r, const fork_job::Exchange& exchange) {
     test::passed() = test::failed() = 0;  // the child counts only its own checks
     rma::FabricOptions options;
@@ -86,13 +88,13 @@ void run_job(const std::string& provider, bool inboxes, int size, const std::fun
     options.size = size;
     options.timeout_seconds = 30;
     options.inbox_messages = inboxes;
-    FabricTransport transport(options);
-    Rank rank(transport);  // handlers are in place before anyone knows our address
-    transport.connect(exchange(transport.address()));
+    auto transport = rma::open_fabric_transport(options);
+    Rank rank(*transport);  // handlers are in place before anyone knows our address
+    transport->connect(exchange(transport->address()), rma::Topology(hosts, r));
     body(rank);
     rank.barrier(1000);  // nobody tears down while a peer still needs it
     try {
-      transport.flush_sends(Deadline::after(30));
+      transport->flush_sends(Deadline::after(30));
     } catch (const rma::PeerError&) {
       // deadlines_and_dead_peers marked a live neighbour dead on purpose.
     }
@@ -112,7 +114,7 @@ uint8_t pattern(int source, int message, size_t index) {
 void active_messages(Rank& me) {
   // Every rank sends every rank (itself too) messages of awkward sizes, one of them larger
   // than a fragment; each arrives whole and in the order its source sent it.
-  const std::vector<size_t> sizes = {0, 1, 1000, 3 * FabricTransport::kFragmentPayload + 17, 7, 65536};
+  const std::vector<size_t> sizes = {0, 1, 1000, 3 * rma::kFragmentPayload + 17, 7, 65536};
   std::mutex mutex;
   std::vector<int> next(me.size, 0);
   int received = 0, wrong = 0;
@@ -163,52 +165,6 @@ void one_sided(Rank& me) {
   me.transport.flush(right, Deadline::after(30));
   CHECK(back == out);
 
-  // atomics on rank 0: a sum from everyone, distinct fetched tickets, one compare-and-swap winner.
-  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Int64, AtomicKind::Plain) >= 1);
-  CHECK(me.transport.atomic_max_count(AtomicOp::Sum, AtomicType::Complex128, AtomicKind::Plain) == 0);
-  int64_t one = 1;
-  for (int i = 0; i < 200; ++i) {
-    me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, nullptr,
-                        RemoteAddress{me.regions[0], 2048});
-  }
-  int64_t ticket = -1;
-  me.transport.atomic(0, AtomicOp::Sum, AtomicType::Int64, 1, &one, nullptr, &ticket,
-                      RemoteAddress{me.regions[0], 2056});
-  int64_t mine = me.rank + 1, expected = 0, seen = -1;
-  me.transport.atomic(0, AtomicOp::CompareSwap, AtomicType::Int64, 1, &mine, &expected, &seen,
-                      RemoteAddress{me.regions[0], 2064});
-  me.transport.flush(0, Deadline::after(30));
-  CHECK(ticket >= 0 && ticket < me.size);
-  std::mutex mutex;
-  std::vector<int64_t> notes;
-  me.transport.set_handler(kNote, [&](int, Bytes&& payload) {
-    int64_t values[2];
-    std::memcpy(values, payload.data(), sizeof values);
-    std::lock_guard lock(mutex);
-    notes.push_back(values[0]);
-    notes.push_back(values[1]);
-  });
-  me.barrier(11);
-  int64_t report[2] = {ticket, seen};
-  me.transport.send(0, kNote, std::as_bytes(std::span(report)));
-  if (me.rank == 0) {
-    me.wait([&] { std::lock_guard lock(mutex); return notes.size() == 2u * me.size; }, "notes");
-    int64_t total;
-    std::memcpy(&total, memory + 2048, 8);
-    CHECK(total == 200 * me.size);
-    std::vector<int64_t> tickets, winners;
-    int64_t winner;
-    std::memcpy(&winner, memory + 2064, 8);
-    for (size_t i = 0; i < notes.size(); i += 2) {
-      tickets.push_back(notes[i]);
-      if (notes[i + 1] == 0) winners.push_back(notes[i + 1]);
-      else CHECK(notes[i + 1] == winner);  // a loser saw the winner's value
-    }
-    std::sort(tickets.begin(), tickets.end());
-    for (int i = 0; i < me.size; ++i) CHECK(tickets[i] == i);
-    CHECK(winners.size() == 1);
-    CHECK(winner >= 1 && winner <= me.size);
-  }
   me.barrier(12);
   region.reset();
   std::free(memory);
@@ -248,13 +204,14 @@ void deadlines_and_dead_peers(Rank& me) {
 
 int main() {
   test::run("handles keep their parents alive", [] {
-    auto info = rma::fabric::get_info(FabricTransport::hints("shm"), nullptr, 0);
+    auto info = rma::fabric::get_info(rma::FabricEndpoint::hints("shm"), nullptr, 0);
     std::optional<rma::fabric::Fabric> fabric(std::in_place, info.get());
     rma::fabric::Domain domain(*fabric, info.get());
     fabric.reset();  // the domain holds the fabric open; ASan would see a use after close
-    rma::fabric::Counter counter(domain);
-    CHECK(counter.value() == 0);
-    CHECK(counter.errors() == 0);
+    rma::fabric::CompletionQueue queue(domain, 16);
+    fi_cq_data_entry entry;
+    fi_cq_err_entry error;
+    CHECK(queue.read(&entry, 1, &error) == 0);
     std::vector<std::byte> memory(4096);
     rma::fabric::MemoryRegion region(domain, memory.data(), memory.size(), FI_REMOTE_WRITE, 1, nullptr);
     CHECK(region.key() != FI_KEY_NOTAVAIL);
@@ -262,14 +219,15 @@ int main() {
   test::run("an unknown provider is a FabricError naming the call", [] {
     rma::FabricOptions options;
     options.provider = "no-such-provider";
-    CHECK_THROWS(rma::fabric::FabricError, "fi_getinfo", FabricTransport{options});
-    CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", FabricTransport{options});
+    CHECK_THROWS(rma::fabric::FabricError, "fi_getinfo", rma::open_fabric_transport(options));
+    CHECK_THROWS(rma::fabric::FabricError, "no-such-provider", rma::open_fabric_transport(options));
   });
   for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
     for (bool inboxes : {true, false}) {
       for (int size : {1, 2, 3}) {
         test::run(provider + (inboxes ? ", inboxes" : ", fabric messages") + " x" + std::to_string(size), [&] {
           run_job(provider, inboxes, size, [](Rank& me) {
+            CHECK(me.transport.incoming_bell() != nullptr);  // every peer rings it: one host
             active_messages(me);
             one_sided(me);
             if (me.size >= 2) progress_engine_runs_handlers(me);
@@ -278,6 +236,18 @@ int main() {
         });
       }
     }
+  }
+  for (const std::string provider : {"shm", "tcp;ofi_rxm"}) {
+    // Rank 1 pretends to run elsewhere: its messages go through the fabric, the others'
+    // between themselves through their inboxes, and nobody may sleep on a bell rank 1 cannot ring.
+    test::run(provider + ", pretended hosts a b a", [&] {
+      run_job(provider, true, 3, [](Rank& me) {
+        CHECK(me.transport.incoming_bell() == nullptr);
+        active_messages(me);
+        one_sided(me);
+        progress_engine_runs_handlers(me);
+      }, {"a", "b", "a"});
+    });
   }
   return test::finish();
 }

@@ -50,7 +50,6 @@ Handle<T>::Handle(T* raw, std::shared_ptr<void> parent, const char* kind)
 template class Handle<fid_fabric>;
 template class Handle<fid_domain>;
 template class Handle<fid_cq>;
-template class Handle<fid_cntr>;
 template class Handle<fid_av>;
 template class Handle<fid_ep>;
 template class Handle<fid_mr>;
@@ -81,15 +80,6 @@ fid_cq* open_cq(fid_domain* domain, size_t size) {
   fid_cq* cq = nullptr;
   check(fi_cq_open(domain, &attr, &cq, nullptr), "fi_cq_open");
   return cq;
-}
-
-fid_cntr* open_counter(fid_domain* domain) {
-  fi_cntr_attr attr{};
-  attr.events = FI_CNTR_EVENTS_COMP;
-  attr.wait_obj = FI_WAIT_NONE;
-  fid_cntr* counter = nullptr;
-  check(fi_cntr_open(domain, &attr, &counter, nullptr), "fi_cntr_open");
-  return counter;
 }
 
 fid_av* open_av(fid_domain* domain, size_t count) {
@@ -135,12 +125,6 @@ long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entr
   return 0;
 }
 
-Counter::Counter(const Domain& domain)
-    : Handle(open_counter(domain.get()), domain.keep_alive(), "counter") {}
-
-uint64_t Counter::value() const { return fi_cntr_read(get()); }
-uint64_t Counter::errors() const { return fi_cntr_readerr(get()); }
-
 AddressVector::AddressVector(const Domain& domain, size_t count)
     : Handle(open_av(domain.get(), count), domain.keep_alive(), "address vector") {}
 
@@ -164,9 +148,6 @@ Endpoint::Endpoint(const Domain& domain, fi_info* info)
 
 void Endpoint::bind(const CompletionQueue& cq, uint64_t flags) {
   check(fi_ep_bind(get(), &cq.get()->fid, flags), "fi_ep_bind(cq)");
-}
-void Endpoint::bind(const Counter& counter, uint64_t flags) {
-  check(fi_ep_bind(get(), &counter.get()->fid, flags), "fi_ep_bind(cntr)");
 }
 void Endpoint::bind(const AddressVector& av) {
   check(fi_ep_bind(get(), &av.get()->fid, 0), "fi_ep_bind(av)");

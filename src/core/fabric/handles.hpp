@@ -82,14 +82,6 @@ class CompletionQueue : public Handle<fid_cq> {
   long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error);
 };
 
-// A completion counter (for callers that only need counts, not contexts).
-class Counter : public Handle<fid_cntr> {
- public:
-  explicit Counter(const Domain& domain);
-  uint64_t value() const;
-  uint64_t errors() const;
-};
-
 // An address vector of type FI_AV_TABLE: the fi_addr_t of the i-th inserted name is i.
 class AddressVector : public Handle<fid_av> {
  public:
@@ -102,7 +94,6 @@ class Endpoint : public Handle<fid_ep> {
  public:
   Endpoint(const Domain& domain, fi_info* info);
   void bind(const CompletionQueue& cq, uint64_t flags);
-  void bind(const Counter& counter, uint64_t flags);
   void bind(const AddressVector& av);
   void enable();
   std::vector<std::byte> name() const;  // fi_getname: what peers insert into their AV
@@ -115,7 +106,6 @@ class MemoryRegion : public Handle<fid_mr> {
   MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access,
                uint64_t requested_key, const Endpoint* bind_to);
   uint64_t key() const noexcept { return fi_mr_key(get()); }
-  void* descriptor() const noexcept { return fi_mr_desc(get()); }
 };
 
 }  // namespace rma::fabric

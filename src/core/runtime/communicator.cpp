@@ -54,7 +54,14 @@ std::vector<Bytes> unpack_list(const Bytes& packed) {
 
 Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context,
                            std::vector<int> members, int rank)
-    : runtime_(std::move(runtime)), context_(context), members_(std::move(members)), rank_(rank) {}
+    : runtime_(std::move(runtime)), context_(context), members_(std::move(members)), rank_(rank) {
+  // Learned once: the topology is fixed when the runtime connects.
+  const Topology& topology = runtime_->topology();
+  on_one_host_ = topology.one_host(members_);
+  for (int i = 0; i < size(); ++i) {
+    if (topology.same_host(members_[i], members_[rank_])) host_ranks_.push_back(i);
+  }
+}
 
 void Communicator::check_rank(int rank, const char* call, const char* role) const {
   if (rank < 0 || rank >= size()) {

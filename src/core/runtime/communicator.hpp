@@ -20,6 +20,8 @@ class Communicator {
   // Largest user tag; tags below 0 belong to the collectives.
   static constexpr int32_t kMaxTag = (1 << 30) - 1;
 
+  // The runtime must be connected (its topology known). members: world ranks; rank: this
+  // rank's index in members.
   Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members,
                int rank);
 
@@ -29,6 +31,11 @@ class Communicator {
   // World rank of each member, indexed by rank in this communicator.
   const std::vector<int>& members() const noexcept { return members_; }
   Runtime& runtime() const noexcept { return *runtime_; }
+  // Whether every member runs on one host (so shared memory reaches them all).
+  bool on_one_host() const noexcept { return on_one_host_; }
+  // The ranks (in this communicator) of the members on this rank's host, ascending; this
+  // rank among them.
+  const std::vector<int>& host_ranks() const noexcept { return host_ranks_; }
 
   // Returns once the message is on its way (it does not wait for the matching recv).
   void send(std::span<const std::byte> data, int dest, int tag);
@@ -54,6 +61,8 @@ class Communicator {
   uint32_t context_;
   std::vector<int> members_;
   int rank_;
+  bool on_one_host_;
+  std::vector<int> host_ranks_;
 };
 
 }  // namespace rma

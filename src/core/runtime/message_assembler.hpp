@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rma {
@@ -21,6 +22,14 @@ struct FragmentHeader {
   uint64_t total;     // message length in bytes
 };
 static_assert(sizeof(FragmentHeader) == 32);
+
+// A fragment, header included, is at most kFragmentBytes long (a posted receive's buffer, an
+// inbox slot); a longer message is split.
+inline constexpr size_t kFragmentBytes = 64 * 1024;
+inline constexpr size_t kFragmentPayload = kFragmentBytes - sizeof(FragmentHeader);
+
+// Fragments as they arrive, each with its payload.
+using Fragments = std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>;
 
 struct ActiveMessage {
   int source;

@@ -19,11 +19,4 @@ std::optional<std::vector<std::byte>> MessageMatcher::take(uint32_t context, int
   return data;
 }
 
-size_t MessageMatcher::queued() const {
-  std::lock_guard lock(mutex_);
-  size_t count = 0;
-  for (const auto& [key, queue] : queues_) count += queue.size();
-  return count;
-}
-
 }  // namespace rma

@@ -17,11 +17,10 @@ class MessageMatcher {
   void deliver(uint32_t context, int source, int32_t tag, std::vector<std::byte>&& data);
   // The oldest message matching exactly, if any.
   std::optional<std::vector<std::byte>> take(uint32_t context, int source, int32_t tag);
-  size_t queued() const;
 
  private:
   using Key = std::tuple<uint32_t, int, int32_t>;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::map<Key, std::deque<std::vector<std::byte>>> queues_;
 };
 

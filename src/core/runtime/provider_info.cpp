@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "runtime/fabric_transport.hpp"
+#include "runtime/fabric_endpoint.hpp"
 
 namespace rma {
 
@@ -14,7 +14,7 @@ std::string libfabric_version() {
 }
 
 std::vector<std::string> usable_providers() {
-  fabric::Info hints = FabricTransport::hints("");
+  fabric::Info hints = FabricEndpoint::hints("");
   fi_info* found = nullptr;
   std::vector<std::string> names;
   if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;

@@ -4,8 +4,25 @@
 
 #include "errors.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/fabric_transport.hpp"
 
 namespace rma {
+
+const char* to_string(TransportSetting setting) noexcept {
+  switch (setting) {
+    case TransportSetting::Auto: return "auto";
+    case TransportSetting::SharedMemory: return "shared-memory";
+    case TransportSetting::Libfabric: return "libfabric";
+  }
+  return "auto";
+}
+
+TransportSetting parse_transport_setting(std::string_view name) {
+  for (auto setting : {TransportSetting::Auto, TransportSetting::SharedMemory, TransportSetting::Libfabric}) {
+    if (name == to_string(setting)) return setting;
+  }
+  throw UsageError("rma: RMA_TRANSPORT=" + std::string(name) + ": use auto, shared-memory or libfabric");
+}
 
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
@@ -18,8 +35,8 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.rank = options.rank;
   fabric.size = options.size;
   fabric.timeout_seconds = options.timeout_seconds;
-  fabric.inbox_messages = options.inbox_messages;
-  transport_ = std::make_unique<FabricTransport>(fabric);
+  fabric.inbox_messages = options.transport != TransportSetting::Libfabric;
+  transport_ = open_fabric_transport(fabric);
   // Communicator messages: [context u32][tag i32][data].
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
     if (payload.size() < 8) throw RmaError("rma: truncated communicator message");
@@ -43,12 +60,24 @@ void Runtime::require_active_or_unconnected() const {
   if (!transport_) throw RmaError("rma: the runtime has been finalized");
 }
 
-void Runtime::connect(const std::vector<std::vector<std::byte>>& names) {
+void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses,
+                      const std::vector<std::string>& hosts) {
   require_active_or_unconnected();
   if (active()) throw RmaError("rma: the runtime is already connected");
-  transport_->connect(names);
+  if (addresses.size() != static_cast<size_t>(size()) || hosts.size() != static_cast<size_t>(size())) {
+    throw UsageError("rma: connect needs " + std::to_string(size()) + " addresses and host identities, got " +
+                     std::to_string(addresses.size()) + " and " + std::to_string(hosts.size()));
+  }
+  Topology topology(hosts, rank());
+  transport_->connect(addresses, topology);
+  topology_ = std::move(topology);
   progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);
   active_.store(true, std::memory_order_release);
+}
+
+const Topology& Runtime::topology() const {
+  if (topology_.size() == 0) throw RmaError("rma: the job's topology is known once the runtime is connected");
+  return topology_;
 }
 
 std::shared_ptr<Communicator> Runtime::world() {

@@ -1,23 +1,37 @@
-// One rank's runtime: the transport, the progress engine, the peers' liveness and the queue
-// of arrived point-to-point messages. The bootstrap (rendezvous store) lives above it, in
-// Python: it publishes address() and hands every rank's address to connect().
+// One rank's runtime: the transport, the progress engine, the peers' liveness, the job's
+// topology and the queue of arrived point-to-point messages. The bootstrap (rendezvous store)
+// lives above it, in Python: it publishes address(), and hands every rank's address and host
+// identity to connect().
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <typeindex>
 #include <string>
+#include <string_view>
+#include <typeindex>
 #include <vector>
 
-#include "runtime/fabric_transport.hpp"
 #include "runtime/message_matcher.hpp"
 #include "runtime/progress_engine.hpp"
+#include "runtime/topology.hpp"
+#include "runtime/transport.hpp"
 
 namespace rma {
 
 class Communicator;
+
+// How the ranks of one host reach each other (RMA_TRANSPORT, read once by the bootstrap).
+enum class TransportSetting : uint8_t {
+  Auto,          // shared memory between the ranks of a host, libfabric between hosts
+  SharedMemory,  // the same; the window layer refuses a window whose ranks span hosts
+  Libfabric,     // everything through libfabric, messages between the ranks of a host too
+};
+// The setting's name in RMA_TRANSPORT: "auto", "shared-memory" or "libfabric".
+const char* to_string(TransportSetting setting) noexcept;
+// The setting of that name; throws UsageError naming the valid ones.
+TransportSetting parse_transport_setting(std::string_view name);
 
 struct RuntimeOptions {
   int rank = 0;
@@ -26,38 +40,42 @@ struct RuntimeOptions {
   std::string node;              // bind address for network providers ("" = default)
   double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
   int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
-  bool inbox_messages = true;    // messages to ranks of this host through shared memory
+  TransportSetting transport = TransportSetting::Auto;
 };
 
-// Active-message handler ids; the window layer adds its own.
+// Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the
+// runtime's own; the layers above take theirs from kFirstLayerMessageId up (the windows:
+// window/window_messages.hpp), each layer a range of its own. Keep them below 256: the
+// handler table is indexed by id.
 enum ActiveMessageId : uint16_t {
-  kCommunicatorMessage = 1,
-  kWindowApply = 10,  // window layer: apply data or an op to a region of a target's window
-  kWindowRead = 11,   // window layer: read a region
-  kWindowReply = 12,  // window layer: acknowledgement or data for the origin
-  kWindowAttachments = 13,  // window layer: a dynamic window's attached ranges, please
-  kWindowPost = 14,         // window layer: the sender opened an exposure epoch for us
-  kWindowComplete = 15,     // window layer: the sender completed its access epoch to us
-  kWindowLock = 16,         // window layer: a lock request (exclusive or shared, or a try)
-  kWindowUnlock = 17,       // window layer: the sender releases its lock
-  kWindowGrant = 18,        // window layer: the answer to a lock request
+  kCommunicatorMessage = 1,  // a point-to-point message of a communicator (the collectives')
 };
+inline constexpr uint16_t kFirstLayerMessageId = 10;
 
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
-  // Opens the endpoint; throws FabricError when the provider cannot be used.
+  // Opens the endpoint; throws UsageError when rank is outside [0, size), FabricError when
+  // the provider cannot be used.
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
 
   int rank() const noexcept { return options_.rank; }
   int size() const noexcept { return options_.size; }
   const RuntimeOptions& options() const noexcept { return options_; }
+  // The libfabric provider opened; "" once finalized.
   std::string provider() const { return transport_ ? transport_->provider() : std::string(); }
+  // What peers need to reach this rank. Throws RmaError once finalized.
   std::vector<std::byte> address() const;
 
-  // Makes every rank reachable and starts the progress engine. Call once.
-  void connect(const std::vector<std::vector<std::byte>>& names);
-  // The communicator of all ranks.
+  // Makes every rank reachable and starts the progress engine. addresses[r] is rank r's
+  // address(), hosts[r] its host identity (ranks with equal identities share a host). Call
+  // once. Throws UsageError when either list does not have size() entries, RmaError when
+  // called twice or after finalize().
+  void connect(const std::vector<std::vector<std::byte>>& addresses,
+               const std::vector<std::string>& hosts);
+  // Which ranks share a host (see topology.hpp). Throws RmaError before connect().
+  const Topology& topology() const;
+  // The communicator of all ranks. Throws RmaError unless active().
   std::shared_ptr<Communicator> world();
 
   void mark_peer_dead(int rank) noexcept;
@@ -69,6 +87,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // Throws RmaError naming `call` when finalize() has been called.
   void require_active(const char* call) const;
 
+  // Throws RmaError once finalized.
   Transport& transport();
   MessageMatcher& matcher() noexcept { return matcher_; }
   Deadline deadline() const { return Deadline::after(options_.timeout_seconds); }
@@ -89,8 +108,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
  private:
   void require_active_or_unconnected() const;
   RuntimeOptions options_;
-  std::unique_ptr<FabricTransport> transport_;
+  std::unique_ptr<Transport> transport_;
   std::unique_ptr<ProgressEngine> progress_;
+  Topology topology_;  // set once by connect(), before active_
   MessageMatcher matcher_;
   std::atomic<bool> active_{false};
   std::atomic<uint32_t> next_context_{1};  // 0 is the world

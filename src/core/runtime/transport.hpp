@@ -1,6 +1,7 @@
-// The transport interface: everything above it (communicator, and later windows, epochs and
-// locks) moves data only through these calls. Implementations: FabricTransport (libfabric);
-// a shared-memory transport for ranks of one host comes later behind the same interface.
+// The transport interface: everything above it (communicator, windows, epochs and locks)
+// moves data only through these calls. The implementation is FabricTransport
+// (fabric_transport.hpp): libfabric, with shared-memory inboxes for messages between the
+// ranks of one host.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "runtime/bell.hpp"
-#include "runtime/message_assembler.hpp"
 #include "runtime/peer_status.hpp"
+#include "runtime/topology.hpp"
 #include "runtime/waiting.hpp"
 
 namespace rma {
@@ -38,14 +39,6 @@ class LocalRegion {
   virtual RegionDescriptor descriptor() const = 0;
 };
 
-enum class AtomicOp : uint8_t {
-  Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp, CompareSwap
-};
-enum class AtomicType : uint8_t {
-  Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Complex64, Complex128
-};
-enum class AtomicKind : uint8_t { Plain, Fetch, Compare };
-
 // Receives a whole active message at its target: the source's world rank and the payload.
 using ActiveMessageHandler = std::function<void(int source, std::vector<std::byte>&& payload)>;
 
@@ -60,23 +53,35 @@ class Transport {
   int size() const noexcept { return size_; }
   PeerStatus& peers() noexcept { return peers_; }
 
+  // What peers need to reach this rank (opaque bytes, exchanged by the bootstrap).
+  virtual std::vector<std::byte> address() const = 0;
+  // Takes every rank's address (index = world rank) and the job's topology, which says which
+  // ranks may be reached through shared memory. Call once, before any traffic. Throws
+  // UsageError when an address is missing or malformed, FabricError when the provider
+  // refuses one.
+  virtual void connect(const std::vector<std::vector<std::byte>>& addresses,
+                       const Topology& topology) = 0;
+  // The libfabric provider in use, e.g. "shm" or "tcp;ofi_rxm".
+  virtual std::string provider() const = 0;
+
+  // Registers memory for one-sided access by peers. Throws FabricError.
   virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;
 
-  // One-sided operations. They return once posted; the data is visible at the target
-  // (write, atomic) or has landed locally (read, fetched results) after flush(target).
-  // Callers keep the local buffers alive and unchanged until then. Zero lengths are no-ops.
+  // One-sided operations. They return once posted; the data is visible at the target (write)
+  // or has landed locally (read) after flush(target). Callers keep the local buffers alive
+  // and unchanged until then. Zero lengths are no-ops. Throw UsageError for a rank outside
+  // the job, RmaError before connect(), FabricError when the provider fails, and, while the
+  // provider refuses the post (its queues full), what wait_until throws.
   virtual void write(int target, const void* source, size_t length,
                      const RemoteAddress& destination) = 0;
   virtual void read(int target, void* destination, size_t length, const RemoteAddress& source) = 0;
-  // Element-wise atomic on `count` elements. result is null for AtomicKind::Plain; compare is
-  // used only by AtomicOp::CompareSwap.
-  virtual void atomic(int target, AtomicOp op, AtomicType type, size_t count, const void* operand,
-                      const void* compare, void* result, const RemoteAddress& destination) = 0;
-  // How many elements one native atomic may carry for this op and type; 0 = not native.
-  virtual size_t atomic_max_count(AtomicOp op, AtomicType type, AtomicKind kind) = 0;
 
   // Active messages: any size; delivered to the target's handler in the order sent by each
-  // source, by whichever thread makes progress there. Handlers must not block.
+  // source, by whichever thread makes progress there. Handlers must not block. A send
+  // returns once the message is on its way; while the way is full (the provider's queues,
+  // the target's inbox) it makes progress and waits as wait_until does, so it throws
+  // PeerError when the target dies and TimeoutError at the transport's deadline.
+  // Handler ids: see ActiveMessageId in runtime.hpp for who owns which.
   virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
   virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
 
@@ -84,7 +89,6 @@ class Transport {
   virtual bool idle(int target) = 0;
   // Waits until every one-sided operation issued to target is complete; throws the first error.
   virtual void flush(int target, const Deadline& deadline) = 0;
-  virtual void flush_all(const Deadline& deadline) = 0;
   // Waits until every active message sent has left this process.
   virtual void flush_sends(const Deadline& deadline) = 0;
   // One pass of progress: completions, arrived messages. True if anything happened.
@@ -94,12 +98,15 @@ class Transport {
   virtual Bell* incoming_bell() { return nullptr; }
 
   // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
-  // TimeoutError at the deadline; `what` names the waiting call for those messages. With a
-  // bell (when whoever makes done() true rings it), a long wait sleeps on the bell instead
-  // of polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
+  // TimeoutError at the deadline, Interrupted at a SIGINT (see interrupts.hpp) unless
+  // interruptible is false; `what` names the waiting call for those messages. With a bell
+  // (when whoever makes done() true rings it), a long wait sleeps on the bell instead of
+  // polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
+  // Every blocking loop of the transports is this one, posts that wait for room included
+  // (uninterruptible: a message must not stop between its fragments).
   void wait_until(const std::function<bool()>& done, const Deadline& deadline,
                   std::span<const int> watch, const std::function<std::string()>& what,
-                  Bell* bell = nullptr);
+                  Bell* bell = nullptr, bool interruptible = true);
   static constexpr std::chrono::microseconds kBellCheck{100'000};
 
  private:

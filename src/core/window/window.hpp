@@ -22,6 +22,7 @@
 #include "window/lock_queue.hpp"
 #include "window/region.hpp"
 #include "window/shared_control.hpp"
+#include "window/window_messages.hpp"
 #include "runtime/shared_segment.hpp"
 
 namespace rma {

@@ -1,0 +1,305 @@
+#include "runtime/fabric_endpoint.hpp"
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+#include "errors.hpp"
+#include "fabric/check.hpp"
+
+namespace rma {
+
+namespace {
+constexpr size_t kReceiveBuffers = 32;
+constexpr size_t kCompletionBatch = 16;
+}  // namespace
+
+// The context of one posted libfabric operation. Standard layout with the fi_context2 first,
+// so the op_context libfabric hands back is the Operation's own address.
+struct FabricEndpoint::Operation {
+  enum class Kind : uint8_t { Send, Receive, OneSided };
+  fi_context2 context;
+  Kind kind;
+  int target;
+  size_t length;
+  std::byte* data;  // send: header + payload; receive: landing buffer; one-sided: null
+
+  Operation(Kind k, int t, size_t bytes)
+      : context{}, kind(k), target(t), length(bytes), data(bytes ? new std::byte[bytes] : nullptr) {}
+  ~Operation() { delete[] data; }
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  static Operation* from(void* op_context) { return static_cast<Operation*>(op_context); }
+};
+
+class FabricEndpoint::Region final : public LocalRegion {
+ public:
+  Region(fabric::MemoryRegion mr, RegionDescriptor descriptor)
+      : mr_(std::move(mr)), descriptor_(descriptor) {}
+  RegionDescriptor descriptor() const override { return descriptor_; }
+
+ private:
+  fabric::MemoryRegion mr_;
+  RegionDescriptor descriptor_;
+};
+
+fabric::Info FabricEndpoint::hints(const std::string& provider) {
+  auto hints = fabric::Info::allocate();
+  // FI_ATOMIC is asked for though rma posts no atomics (windows apply accumulates on the CPU):
+  // dropping it would change which providers qualify, and what `rmarun --info` lists.
+  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+  hints->ep_attr->type = FI_EP_RDM;
+  // Every mode we can honour; FI_MR_LOCAL is left out so origin buffers need no registration.
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->av_type = FI_AV_TABLE;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  // No msg_order: ordering requests disable shm's fast path and rxm refuses some; active
+  // messages carry sequence numbers instead.
+  if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());  // fi_freeinfo frees it
+  return hints;
+}
+
+FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node,
+                               Transport& owner, double timeout_seconds)
+    : owner_(owner),
+      timeout_seconds_(timeout_seconds),
+      issued_(owner.size()),
+      completed_(owner.size()),
+      errors_(owner.size()) {
+  static_assert(std::is_standard_layout_v<Operation>);
+  fabric::Info hints = FabricEndpoint::hints(provider);
+  const char* bind_to = node.empty() ? nullptr : node.c_str();
+  info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
+  fi_info* info = info_->get();
+  provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : provider;
+  mr_mode_ = info->domain_attr->mr_mode;
+
+  fabric_.emplace(info);
+  domain_.emplace(*fabric_, info);
+  cq_.emplace(*domain_, 4096);
+  av_.emplace(*domain_, static_cast<size_t>(owner.size()));
+  endpoint_.emplace(*domain_, info);
+  endpoint_->bind(*cq_, FI_TRANSMIT | FI_RECV);
+  endpoint_->bind(*av_);
+  endpoint_->enable();
+  name_ = endpoint_->name();
+
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < kReceiveBuffers; ++i) {
+    receives_.push_back(std::make_unique<Operation>(Operation::Kind::Receive, -1, kFragmentBytes));
+    post_receive(receives_.back().get());
+  }
+}
+
+FabricEndpoint::~FabricEndpoint() {
+  // Closing the endpoint cancels the posted receives and abandons unfinished sends; only then
+  // may their buffers go.
+  std::lock_guard lock(mutex_);
+  endpoint_.reset();
+  av_.reset();
+  cq_.reset();
+  domain_.reset();
+  fabric_.reset();
+  for (Operation* send : live_sends_) delete send;
+}
+
+void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {
+  std::lock_guard lock(mutex_);
+  av_->insert(names);
+}
+
+void FabricEndpoint::post_receive(Operation* receive) {
+  // A receive that cannot be reposted now (-FI_EAGAIN) is retried by the next poll.
+  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, nullptr,
+                       FI_ADDR_UNSPEC, &receive->context);
+  if (rc == -FI_EAGAIN) {
+    unposted_receives_.push_back(receive);
+    return;
+  }
+  fabric::check(rc, "fi_recv");
+}
+
+template <class Post>
+void FabricEndpoint::post(int target, const char* call, Post&& try_post) {
+  auto attempt = [&] {
+    long rc;
+    {
+      std::lock_guard lock(mutex_);
+      rc = try_post();
+    }
+    if (rc == 0) return true;
+    if (rc != -FI_EAGAIN) fabric::check(rc, call, "to rank " + std::to_string(target));
+    return false;
+  };
+  if (attempt()) return;
+  // The provider's queues are full or the peer has not connected yet: progress (which frees
+  // queue entries here, and lets a peer that waits for us go on), then retry.
+  owner_.wait_until(
+      attempt, Deadline::after(timeout_seconds_), std::span<const int>(&target, 1),
+      [&] { return std::string(call) + " to rank " + std::to_string(target) + " (the provider refused it until then)"; },
+      nullptr, /*interruptible=*/false);
+}
+
+std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t length) {
+  uint64_t key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_.fetch_add(1);
+  std::lock_guard lock(mutex_);
+  const fabric::Endpoint* bind_to = (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr;
+  fabric::MemoryRegion mr(*domain_, base, length,
+                          FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, key, bind_to);
+  RegionDescriptor descriptor;
+  descriptor.base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
+  descriptor.key = mr.key();
+  descriptor.length = length;
+  return std::make_unique<Region>(std::move(mr), descriptor);
+}
+
+void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t length,
+                              const RemoteAddress& remote) {
+  if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
+  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  iovec iov{local, length};
+  fi_rma_iov rma{remote.region.base + remote.offset, length, remote.region.key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(target);
+  msg.rma_iov = &rma;
+  msg.rma_iov_count = 1;
+  msg.context = &op->context;
+  try {
+    post(target, is_write ? "fi_writemsg" : "fi_readmsg", [&] {
+      ssize_t rc = is_write ? fi_writemsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION)
+                            : fi_readmsg(endpoint_->get(), &msg, FI_COMPLETION);
+      if (rc == 0) {
+        ++issued_[target];  // counted for flush(target) once the provider took it
+        ++in_flight_;
+      }
+      return rc;
+    });
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
+void FabricEndpoint::write(int target, const void* source, size_t length,
+                           const RemoteAddress& destination) {
+  transfer(true, target, const_cast<void*>(source), length, destination);
+}
+
+void FabricEndpoint::read(int target, void* destination, size_t length, const RemoteAddress& source) {
+  transfer(false, target, destination, length, source);
+}
+
+void FabricEndpoint::send(int target, const FragmentHeader& header, std::span<const std::byte> payload) {
+  auto* op = new Operation(Operation::Kind::Send, target, sizeof header + payload.size());
+  std::memcpy(op->data, &header, sizeof header);
+  if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
+  try {
+    post(target, "fi_send", [&] {
+      ssize_t rc = fi_send(endpoint_->get(), op->data, op->length, nullptr,
+                           static_cast<fi_addr_t>(target), &op->context);
+      if (rc == 0) {
+        live_sends_.insert(op);
+        ++sends_outstanding_;
+        ++in_flight_;
+      }
+      return rc;
+    });
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
+void FabricEndpoint::retire(Operation* op) {
+  if (op->kind == Operation::Kind::Send) {
+    live_sends_.erase(op);
+    --sends_outstanding_;
+  } else {
+    ++completed_[op->target];
+  }
+  --in_flight_;
+  delete op;
+}
+
+bool FabricEndpoint::poll(Fragments& arrived) {
+  fi_cq_data_entry entries[kCompletionBatch];
+  fi_cq_err_entry error;
+  std::lock_guard lock(mutex_);
+  if (!cq_) return false;
+  for (size_t i = unposted_receives_.size(); i > 0; --i) {
+    Operation* receive = unposted_receives_.back();
+    unposted_receives_.pop_back();
+    post_receive(receive);
+  }
+  long count = cq_->read(entries, kCompletionBatch, &error);
+  if (count < 0) {
+    // An error entry (entries[] was not filled).
+    Operation* op = Operation::from(error.op_context);
+    char detail[256] = {0};
+    fi_cq_strerror(cq_->get(), error.prov_errno, error.err_data, detail, sizeof detail);
+    std::string text = std::string(fi_strerror(error.err)) + (detail[0] ? std::string(": ") + detail : "");
+    if (op == nullptr) {
+      std::fprintf(stderr, "rma: completion error without context: %s\n", text.c_str());
+    } else if (op->kind == Operation::Kind::Receive) {
+      if (error.err != FI_ECANCELED) post_receive(op);
+    } else {
+      std::string& first = errors_[op->target];
+      if (first.empty()) {
+        first = std::string(op->kind == Operation::Kind::Send ? "message" : "one-sided operation") +
+                " to rank " + std::to_string(op->target) + " failed: " + text;
+      }
+      retire(op);
+    }
+    return true;
+  }
+  for (long i = 0; i < count; ++i) {
+    fi_cq_data_entry& entry = entries[i];
+    Operation* op = Operation::from(entry.op_context);
+    if (op->kind != Operation::Kind::Receive) {
+      retire(op);
+      continue;
+    }
+    if (entry.len < sizeof(FragmentHeader)) {
+      std::fprintf(stderr, "rma: dropped a %zu-byte message without header\n", entry.len);
+    } else {
+      FragmentHeader header;
+      std::memcpy(&header, op->data, sizeof header);
+      arrived.emplace_back(header, std::vector<std::byte>(op->data + sizeof header, op->data + entry.len));
+    }
+    post_receive(op);
+  }
+  return count > 0;
+}
+
+bool FabricEndpoint::idle(int target) {
+  std::lock_guard lock(mutex_);
+  return completed_[target] == issued_[target];
+}
+
+void FabricEndpoint::flush(int target, const Deadline& deadline) {
+  owner_.wait_until([&] { return idle(target); }, deadline, std::span<const int>(&target, 1),
+                    [&] { return "flush of rank " + std::to_string(target); });
+  std::string failure;
+  {
+    std::lock_guard lock(mutex_);
+    failure.swap(errors_[target]);
+  }
+  if (!failure.empty()) throw RmaError("rma: rank " + std::to_string(owner_.rank()) + ": " + failure);
+}
+
+void FabricEndpoint::flush_sends(const Deadline& deadline) {
+  std::vector<int> everyone(owner_.size());
+  for (int i = 0; i < owner_.size(); ++i) everyone[i] = i;
+  owner_.wait_until([&] { return sends_outstanding_.load() == 0; }, deadline, everyone,
+                    [] { return std::string("flush_sends (waiting for its messages to leave)"); });
+}
+
+}  // namespace rma

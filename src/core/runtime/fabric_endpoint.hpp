@@ -1,0 +1,105 @@
+// One rank's libfabric endpoint (RDM; providers shm and tcp;ofi_rxm): messages as fragments
+// into posted receives, one-sided writes and reads on registered memory, and the completions
+// of both.
+//
+// Thread model: the provider is opened with FI_THREAD_DOMAIN and every libfabric call is made
+// under one mutex, from the caller's thread or the progress engine's.
+// Completion: a write is posted with FI_DELIVERY_COMPLETE, the only flag under which a
+// completion means "visible at the target" on these providers.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "fabric/handles.hpp"
+#include "runtime/message_assembler.hpp"
+#include "runtime/transport.hpp"
+
+namespace rma {
+
+class FabricEndpoint {
+ public:
+  // Opens fabric, domain, completion queue, address vector and endpoint of `provider` ("" =
+  // libfabric's choice) bound to `node` ("" = the provider's default), and posts the receives.
+  // `owner` is the transport it serves: its progress drives a post the provider refuses for
+  // now, for at most timeout_seconds. Throws FabricError.
+  FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
+                 double timeout_seconds);
+  ~FabricEndpoint();
+  FabricEndpoint(const FabricEndpoint&) = delete;
+  FabricEndpoint& operator=(const FabricEndpoint&) = delete;
+
+  // The fi_getinfo hints for what rma needs; provider "" means any.
+  static fabric::Info hints(const std::string& provider);
+
+  // The provider actually opened, e.g. "shm" or "tcp;ofi_rxm".
+  const std::string& provider() const noexcept { return provider_; }
+  // What peers insert into their address vectors to reach this endpoint.
+  const std::vector<std::byte>& name() const noexcept { return name_; }
+  // Inserts every rank's name (index = world rank). Throws FabricError.
+  void connect(const std::vector<std::vector<std::byte>>& names);
+
+  std::unique_ptr<LocalRegion> register_region(void* base, size_t length);
+  // As Transport::write and read; the target is a valid rank (not checked here).
+  void write(int target, const void* source, size_t length, const RemoteAddress& destination);
+  void read(int target, void* destination, size_t length, const RemoteAddress& source);
+  // Posts one fragment (copied: header, then payload of at most kFragmentPayload bytes).
+  void send(int target, const FragmentHeader& header, std::span<const std::byte> payload);
+
+  // Reads completions: appends arrived fragments to `arrived`, reposts their receives, retires
+  // finished sends and one-sided operations. True if anything completed.
+  bool poll(Fragments& arrived);
+  // Whether sends or one-sided operations of ours have not completed yet.
+  bool in_flight() const noexcept { return in_flight_.load() != 0; }
+  // Whether every one-sided operation to target has completed (does not wait).
+  bool idle(int target);
+  // As Transport::flush and flush_sends.
+  void flush(int target, const Deadline& deadline);
+  void flush_sends(const Deadline& deadline);
+
+ private:
+  struct Operation;
+  class Region;
+
+  // The one post loop: calls try_post (under mutex_; returns an fi_* result) until the
+  // provider takes the operation. On -FI_EAGAIN (queues full, or the peer not connected yet)
+  // it waits with the owner's progress, which frees queue entries (Transport::wait_until:
+  // PeerError if target dies, TimeoutError at the deadline); any other failure is a
+  // FabricError naming `call`.
+  template <class Post>
+  void post(int target, const char* call, Post&& try_post);
+  void transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote);
+  void post_receive(Operation* receive);  // under mutex_
+  void retire(Operation* op);             // under mutex_: a finished send or one-sided operation
+
+  Transport& owner_;
+  double timeout_seconds_;
+  std::string provider_;
+  std::optional<fabric::Info> info_;
+  std::optional<fabric::Fabric> fabric_;
+  std::optional<fabric::Domain> domain_;
+  std::optional<fabric::CompletionQueue> cq_;
+  std::optional<fabric::AddressVector> av_;
+  std::optional<fabric::Endpoint> endpoint_;
+  std::vector<std::byte> name_;
+  uint64_t mr_mode_ = 0;
+  std::atomic<uint64_t> next_key_{1};  // for providers that let us choose keys
+
+  // Guards every libfabric call and the bookkeeping below.
+  std::mutex mutex_;
+  std::vector<uint64_t> issued_, completed_;  // one-sided operations, per target
+  std::vector<std::string> errors_;           // first failure per target, reported by flush
+  std::vector<std::unique_ptr<Operation>> receives_;
+  std::vector<Operation*> unposted_receives_;  // refused with -FI_EAGAIN, retried by poll
+  std::unordered_set<Operation*> live_sends_;  // freed at completion, or at destruction
+  std::atomic<uint64_t> sends_outstanding_{0};
+  std::atomic<int64_t> in_flight_{0};  // sends and one-sided operations not completed
+};
+
+}  // namespace rma

@@ -1,0 +1,77 @@
+#include "runtime/inbox_link.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "errors.hpp"
+
+namespace rma {
+
+static_assert(kFragmentBytes <= ShmInbox::kSlotBytes, "an inbox slot holds a whole fragment");
+
+InboxLink::InboxLink(Transport& owner, double timeout_seconds)
+    : owner_(owner),
+      timeout_seconds_(timeout_seconds),
+      inbox_(ShmInbox::create(owner.size())),
+      peers_(owner.size()),
+      push_mutexes_(new std::mutex[owner.size()]) {}
+
+void InboxLink::connect(const std::vector<std::string>& names, const Topology& topology) {
+  reached_by_everyone_ = true;
+  for (int peer = 0; peer < owner_.size(); ++peer) {
+    if (peer == owner_.rank()) continue;
+    if (!topology.same_host(peer, owner_.rank())) {
+      reached_by_everyone_ = false;
+      continue;
+    }
+    try {
+      peers_[peer] = ShmInbox::open(names[peer], owner_.size());
+    } catch (const RmaError&) {
+      reached_by_everyone_ = false;
+    }
+  }
+}
+
+void InboxLink::send(int target, FragmentHeader header, std::span<const std::byte> payload) {
+  size_t offset = 0;
+  do {
+    size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
+    header.offset = offset;
+    push(target, header, payload.subspan(offset, chunk));
+    offset += chunk;
+  } while (offset < payload.size());
+  ring(target);
+}
+
+void InboxLink::push(int target, const FragmentHeader& header, std::span<const std::byte> payload) {
+  ShmInbox& inbox = *peers_[target];
+  auto bytes = std::as_bytes(std::span(&header, 1));
+  auto attempt = [&] {
+    std::lock_guard lock(push_mutexes_[target]);
+    return inbox.try_push(owner_.rank(), bytes, payload);
+  };
+  if (attempt()) return;
+  // Full: the target is behind. Wake it, take in our own messages meanwhile (it may be
+  // waiting to send to us), and retry; the lock is not held meanwhile, as handlers send too.
+  owner_.wait_until(
+      [&] {
+        if (attempt()) return true;
+        ring(target);
+        return false;
+      },
+      Deadline::after(timeout_seconds_), std::span<const int>(&target, 1),
+      [&] { return "a message to rank " + std::to_string(target) + " (its inbox stayed full)"; },
+      nullptr, /*interruptible=*/false);
+}
+
+size_t InboxLink::drain(Fragments& arrived) {
+  std::unique_lock lock(drain_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  return inbox_->drain([&](std::span<const std::byte> fragment) {
+    FragmentHeader header;
+    std::memcpy(&header, fragment.data(), sizeof header);
+    arrived.emplace_back(header, std::vector<std::byte>(fragment.begin() + sizeof header, fragment.end()));
+  });
+}
+
+}  // namespace rma
