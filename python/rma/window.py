@@ -11,13 +11,12 @@ origin that is not an array into one (`_origin_of`), which the compiled calls as
 from __future__ import annotations
 
 import operator
-import os
-import socket
 import time
 from typing import Any
 
 import numpy as np
 
+from . import _runtime
 from ._native import _core
 from .comm import Comm
 from .errors import RMAError, TargetRangeError
@@ -411,18 +410,14 @@ def _hints(info: dict | None, call: str) -> dict:
 
 
 def _one_host(comm: Comm) -> bool:
-    return len(set(comm.allgather(socket.gethostname()))) == 1
+    return comm._core.on_one_host()
 
 
 def _transport(comm: Comm) -> str:
-    """Return the transport of a new allocate() window: the same answer on every rank."""
-    setting = os.environ.get("RMA_TRANSPORT", "auto").strip() or "auto"
-    if setting not in ("auto", "shared-memory", "libfabric"):
-        raise ValueError(f"rma: RMA_TRANSPORT={setting!r}: use auto, shared-memory or libfabric")
-    views = comm.allgather((socket.gethostname(), setting))
-    if len({s for _, s in views}) != 1:
-        raise ValueError("rma: the ranks disagree on RMA_TRANSPORT; give every rank the same")
-    one_host = len({h for h, _ in views}) == 1
+    """Return the transport of a new allocate() window: the same answer on every rank, from
+    what the join learnt once (the job's topology, RMA_TRANSPORT)."""
+    setting = _runtime.transport_setting()
+    one_host = comm._core.on_one_host()
     if setting == "shared-memory" and not one_host:
         raise ValueError("rma: RMA_TRANSPORT=shared-memory needs every rank on one host")
     return "shared-memory" if one_host and setting != "libfabric" else "libfabric"
