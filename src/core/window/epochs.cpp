@@ -102,7 +102,7 @@ void Epochs::fenced(int mode) {
   fence_ = !(mode & kModeNoSucceed);
 }
 
-void Epochs::check_fence_idle(const char* call, bool locking) {
+void Epochs::check_fence_idle(const char* call, bool locking) const {
   check_open(call);
   if (!locking && in_passive_epoch(kProcNull)) {
     throw EpochError("rma: " + where(call, -1) + ": a passive-target epoch (lock) is open on this window; unlock first");
@@ -115,14 +115,21 @@ void Epochs::check_fence_idle(const char* call, bool locking) {
 
 // ---- post/start/complete/wait ----
 
-void Epochs::post(const std::vector<int>& group, int mode) {
-  check_mode(mode, "post");
-  check_fence_idle("post", false);
-  check_group(group, "post");
-  if (exposure_open_) {
-    throw EpochError("rma: " + where("post", -1) + ": an exposure epoch (win.post(" + ranks_text(exposure_group_) +
-                     ")) is already open; call win.wait() first");
+void Epochs::before_opening(const char* call, const std::vector<int>& group, int mode, bool open,
+                            const char* ender) const {
+  check_mode(mode, call);
+  check_fence_idle(call, false);
+  check_group(group, call);
+  if (open) {
+    bool access = std::string(call) == "start";
+    throw EpochError("rma: " + where(call, -1) + ": an " + (access ? "access" : "exposure") + " epoch (win." + call +
+                     "(" + ranks_text(access ? access_group_ : exposure_group_) + ")) is already open; call win." +
+                     ender + "() first");
   }
+}
+
+void Epochs::post(const std::vector<int>& group, int mode) {
+  before_opening("post", group, mode, exposure_open_, "wait");
   fence_ = false;  // a fence followed by no call does not keep the window from other epochs
   exposure_group_ = group;
   exposure_nocheck_ = mode & kModeNoCheck;
@@ -130,13 +137,7 @@ void Epochs::post(const std::vector<int>& group, int mode) {
 }
 
 void Epochs::start(const std::vector<int>& group, int mode) {
-  check_mode(mode, "start");
-  check_fence_idle("start", false);
-  check_group(group, "start");
-  if (access_open_) {
-    throw EpochError("rma: " + where("start", -1) + ": an access epoch (win.start(" + ranks_text(access_group_) +
-                     ")) is already open; call win.complete() first");
-  }
+  before_opening("start", group, mode, access_open_, "complete");
   fence_ = false;
   access_group_ = group;
   access_nocheck_ = mode & kModeNoCheck;

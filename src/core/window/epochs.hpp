@@ -134,10 +134,14 @@ class Epochs {
   static std::string ranks_text(const std::vector<int>& ranks);
 
  private:
-  // A fence epoch with no call since the fence does not keep the window from another kind
-  // of epoch: close it. EpochError if calls were made, or (except for lock calls, which
-  // check more precisely) inside a passive epoch.
-  void check_fence_idle(const char* call, bool locking);
+  // Whether another kind of epoch may open after a fence: a fence epoch with no call since
+  // the fence does not keep it from that (the opener then closes the fence epoch). RmaError
+  // if freed; EpochError if calls were made, or (except for lock calls, which check more
+  // precisely) inside a passive epoch.
+  void check_fence_idle(const char* call, bool locking) const;
+  // The checks of post and start ("post"/"start"): mode, fence, group, and the epoch they
+  // open not yet open (else win.<ender>() first).
+  void before_opening(const char* call, const std::vector<int>& group, int mode, bool open, const char* ender) const;
   void check_group(const std::vector<int>& group, const char* call) const;
   [[noreturn]] void refuse_call(const char* call, int target) const;
 

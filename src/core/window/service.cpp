@@ -38,13 +38,9 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
   auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
   auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
   Region region = Region::parse(message, position);
-  auto [low, high] = region.extent();
   Bytes reply = window_wire::header(id_, request);
-  // A dynamic window's memory may be detached meanwhile: hold its table until we are done.
-  std::unique_lock attached(attachments_mutex_, std::defer_lock);
-  if (dynamic_) attached.lock();
-  if (!exposes_locally(low, high)) return refuse(source, std::move(reply));
-  reply.push_back(kAccepted);
+  std::unique_lock attached = hold_attachments();
+  if (!accept(source, region, reply)) return;
   size_t fetched_at = reply.size();
   bool fetching = kind == Kind::FetchAccumulate || kind == Kind::CompareSwap;
   if (fetching) reply.resize(reply.size() + region.bytes());
@@ -75,12 +71,9 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
 void Window::serve_read(int source, std::span<const std::byte> message, size_t position) {
   auto request = wire::take<uint64_t>(message, position);
   Region region = Region::parse(message, position);
-  auto [low, high] = region.extent();
   Bytes reply = window_wire::header(id_, request);
-  std::unique_lock attached(attachments_mutex_, std::defer_lock);
-  if (dynamic_) attached.lock();
-  if (!exposes_locally(low, high)) return refuse(source, std::move(reply));
-  reply.push_back(kAccepted);
+  std::unique_lock attached = hold_attachments();
+  if (!accept(source, region, reply)) return;
   reply.reserve(reply.size() + region.bytes());
   region.for_each_run([&](uint64_t offset, uint64_t length) {
     const std::byte* memory = local_address(offset);
@@ -89,11 +82,25 @@ void Window::serve_read(int source, std::span<const std::byte> message, size_t p
   comm_->runtime().transport().send(source, kWindowReply, reply);
 }
 
-void Window::refuse(int source, Bytes reply) {
+std::unique_lock<std::mutex> Window::hold_attachments() {
+  // A dynamic window's memory may be detached meanwhile: its table stays as it is until the
+  // request is served.
+  std::unique_lock attached(attachments_mutex_, std::defer_lock);
+  if (dynamic_) attached.lock();
+  return attached;
+}
+
+bool Window::accept(int source, const Region& region, Bytes& reply) {
+  auto [low, high] = region.extent();
+  if (exposes_locally(low, high)) {
+    reply.push_back(kAccepted);
+    return true;
+  }
   // The origin checked the region against what it knew; the target's memory changed since
   // (a detach). The origin hears of it at its next synchronization, and nothing waits forever.
   reply.push_back(kRefused);
   comm_->runtime().transport().send(source, kWindowReply, reply);
+  return false;
 }
 
 void Window::serve_attachments(int source, std::span<const std::byte> message, size_t position) {

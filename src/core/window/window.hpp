@@ -73,9 +73,11 @@ class Window : public std::enable_shared_from_this<Window> {
   uint64_t target_bytes(int rank) const;
   bool freed() const noexcept { return epochs_.freed(); }
 
-  // Communication calls; target is a rank of the window's communicator or kProcNull. The
-  // region is checked against the target's size (RangeError). Local buffers hold the region's
-  // elements contiguously, in C order, and stay alive until the epoch's synchronization.
+  // Communication calls; target is a rank of the window's communicator or kProcNull. Throw
+  // EpochError unless an open epoch admits the call (Epochs::admit), RangeError if the region
+  // lies outside the target's window, UsageError for a bad rank or an op that does not fit
+  // the type, RmaError once freed. Local buffers hold the region's elements contiguously, in
+  // C order, and stay alive until the epoch's synchronization.
   void put(int target, const void* data, const Region& region);
   void get(int target, void* out, const Region& region);
   void accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region);
@@ -100,6 +102,10 @@ class Window : public std::enable_shared_from_this<Window> {
   // false (nothing done) otherwise.
   bool flush_direct(int target);
 
+  // The epoch methods below throw EpochError when the open epochs forbid them and UsageError
+  // for bad modes, groups, ranks or lock types (the rules and texts: window/epochs.hpp), and
+  // RmaError once freed; their waits throw PeerError, TimeoutError or Interrupted.
+  //
   // Collective: completes every operation of the ending epoch (at origin and target), then
   // opens a new access and exposure epoch unless mode has kModeNoSucceed.
   void fence(int mode);
@@ -187,7 +193,9 @@ class Window : public std::enable_shared_from_this<Window> {
   // window, with attachments_mutex_ held).
   bool exposes_locally(int64_t low, int64_t high) const;
   std::byte* local_address(uint64_t offset);
-  void refuse(int source, Bytes reply);
+  std::unique_lock<std::mutex> hold_attachments();  // a dynamic window's, while serving a request
+  // Whether region is exposed here: then appends kAccepted to reply, else sends reply refused.
+  bool accept(int source, const Region& region, Bytes& reply);
   int rank_of_world(int world_rank) const;
   MessageSync& message_sync(const char* what);
 
