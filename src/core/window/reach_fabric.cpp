@@ -26,7 +26,7 @@ bool window_wire::covers(const std::vector<std::pair<uint64_t, uint64_t>>& attac
 
 FabricReach::FabricReach(std::shared_ptr<Communicator> comm, uint32_t window,
                          const std::vector<RegionDescriptor>& peers, bool dynamic, Where where)
-    : Reach(false, false, false), comm_(std::move(comm)), window_(window), peers_(peers), dynamic_(dynamic),
+    : Reach(false, false), comm_(std::move(comm)), window_(window), peers_(peers), dynamic_(dynamic),
       where_(std::move(where)), known_attachments_(peers.size()),
       outstanding_to_(new std::atomic<int64_t>[peers.size()]) {
   for (size_t r = 0; r < peers.size(); ++r) outstanding_to_[r] = 0;

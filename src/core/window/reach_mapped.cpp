@@ -4,8 +4,7 @@
 // whatever the element type or alignment.
 #include <cstring>
 
-#include "window/reach.hpp"
-#include "window/shared_control.hpp"
+#include "window/reach_mapped.hpp"
 
 namespace rma {
 
@@ -22,9 +21,9 @@ void each_run(const Region& region, std::byte* memory, Visit&& visit) {
 }  // namespace
 
 MappedReach::MappedReach(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control)
-    : Reach(true, true, true), segments_(std::move(segments)), control_(control) {
+    : Reach(true, true), segments_(std::move(segments)), control_(control) {
   for (const auto& segment : segments_) bases_.push_back(segment->data());
-  mapped_ = bases_.data();
+  mapped_ = this;
 }
 
 void MappedReach::put(int target, const void* data, const Region& region) {
@@ -56,13 +55,7 @@ void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType t
 
 void MappedReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
                                    void* result, const Region& region) {
-  swap_at(target, type, region.element_size(), data, compare, result, region.offset());
-}
-
-void MappedReach::swap_at(int target, ElementType type, size_t element, const void* data, const void* compare,
-                          void* result, uint64_t offset) {
-  std::byte* to = memory(target) + offset;
-  control_.with_accumulate_lock(target, [&] { compare_and_swap_plain(type, element, to, compare, data, result); });
+  compare_and_swap_direct(target, type, region.element_size(), data, compare, result, region.offset());
 }
 
 bool MappedReach::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
@@ -72,22 +65,6 @@ bool MappedReach::put_direct(int target, const void* data, uint64_t offset, uint
 
 bool MappedReach::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
   std::memmove(out, memory(target) + offset, bytes);
-  return true;
-}
-
-bool MappedReach::accumulate_direct(int target, ReduceOp op, ElementType type, const void* data, void* result,
-                                    uint64_t offset, uint64_t bytes) {
-  size_t element = element_size(type);
-  std::byte* to = memory(target) + offset;
-  control_.with_accumulate_lock(target, [&] {
-    apply_reduce_plain(op, type, element, to, op == ReduceOp::NoOp ? nullptr : data, result, bytes / element);
-  });
-  return true;
-}
-
-bool MappedReach::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
-                                          void* result, uint64_t offset) {
-  swap_at(target, type, element_size(type), data, compare, result, offset);
   return true;
 }
 

@@ -15,7 +15,7 @@
 namespace rma {
 
 VmReach::VmReach(std::vector<int> pids, std::vector<uint64_t> bases, Routes& routes, Reach& fallback, Where where)
-    : Reach(true, true, false), pids_(std::move(pids)), bases_(std::move(bases)), routes_(routes),
+    : Reach(true, true), pids_(std::move(pids)), bases_(std::move(bases)), routes_(routes),
       fallback_(fallback), where_(std::move(where)) {}
 
 void VmReach::put(int target, const void* data, const Region& region) {

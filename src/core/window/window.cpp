@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
+#include "window/reach_mapped.hpp"
 #include "window/shared_control.hpp"
 #include "window/sync.hpp"
 

@@ -172,7 +172,11 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether the epoch admits a call to [offset, offset + bytes) of target at once, which
   // lies inside (then counted); false for the general path. The same rules as admit().
   [[gnu::always_inline]] inline bool admit_quick(int target, uint64_t offset, uint64_t bytes);
-  bool counted(bool done);  // after admit_quick: uncounts the call if it was not done
+  // After admit_quick: uncounts the call if it was not done (the general path counts it).
+  bool counted(bool done) {
+    if (!done) epochs_.uncount();
+    return done;
+  }
   // EpochError unless an epoch permits a call to target; RangeError if region is out. Waits
   // for target's post in a start epoch. Returns false when there is nothing to move
   // (kProcNull, an empty region).

@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
+#include "window/reach_mapped.hpp"
 #include "window/sync.hpp"
 #include "window/window.hpp"
 
@@ -32,11 +33,6 @@ inline bool Window::admit_quick(int target, uint64_t offset, uint64_t bytes) {
   if (offset > length || bytes > length - offset) return false;
   epochs_.count();
   return true;
-}
-
-bool Window::counted(bool done) {
-  if (!done) epochs_.uncount();  // admit_quick counted a call that the general path makes
-  return done;
 }
 
 bool Window::admit(const char* call, int target, const Region& region) {
@@ -134,8 +130,8 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
 bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
   Reach* reach = reach_for(target);
   if (reach == nullptr || !reach->copies_directly() || !admit_quick(target, offset, bytes)) return false;
-  if (std::byte* memory = reach->mapped(target)) {
-    std::memmove(memory + offset, data, bytes);  // the origin may be part of this very window
+  if (MappedReach* mapped = reach->mapped()) {
+    std::memmove(mapped->memory(target) + offset, data, bytes);  // the origin may be part of this very window
     return true;
   }
   return counted(reach->put_direct(target, data, offset, bytes));
@@ -144,8 +140,8 @@ bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t 
 bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
   Reach* reach = reach_for(target);
   if (reach == nullptr || !reach->copies_directly() || !admit_quick(target, offset, bytes)) return false;
-  if (std::byte* memory = reach->mapped(target)) {
-    std::memmove(out, memory + offset, bytes);
+  if (MappedReach* mapped = reach->mapped()) {
+    std::memmove(out, mapped->memory(target) + offset, bytes);
     return true;
   }
   return counted(reach->get_direct(target, out, offset, bytes));
@@ -154,19 +150,23 @@ bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) 
 bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data, void* result,
                                    uint64_t offset, uint64_t bytes) {
   Reach* reach = reach_for(target);
-  if (reach == nullptr || !reach->applies_directly()) return false;
+  MappedReach* mapped = reach == nullptr ? nullptr : reach->mapped();
+  if (mapped == nullptr) return false;
   size_t element = element_size(type);
-  if (element == 0 || bytes % element != 0 || !op_fits(op, type)) return false;
-  return admit_quick(target, offset, bytes) &&
-         counted(reach->accumulate_direct(target, op, type, data, result, offset, bytes));
+  if (element == 0 || bytes % element != 0 || !op_fits(op, type) || !admit_quick(target, offset, bytes)) return false;
+  mapped->accumulate_direct(target, op, type, element, data, result, offset, bytes);
+  return true;
 }
 
 bool Window::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
                                      void* result, uint64_t offset) {
   Reach* reach = reach_for(target);
-  if (reach == nullptr || !reach->applies_directly() || !comparable(type)) return false;
-  return admit_quick(target, offset, element_size(type)) &&
-         counted(reach->compare_and_swap_direct(target, type, data, compare, result, offset));
+  MappedReach* mapped = reach == nullptr ? nullptr : reach->mapped();
+  if (mapped == nullptr || !comparable(type)) return false;
+  size_t element = element_size(type);
+  if (!admit_quick(target, offset, element)) return false;
+  mapped->compare_and_swap_direct(target, type, element, data, compare, result, offset);
+  return true;
 }
 
 bool Window::flush_direct(int target) {
