@@ -39,36 +39,45 @@ int bench(int rank, const fork_job::Exchange& exchange) {
   auto runtime = std::make_shared<rma::Runtime>(options);
   runtime->connect(exchange(runtime->address()), {"here", "here"});
   auto world = runtime->world();
-  // A shared-memory window, as Window.allocate makes on one host.
+  // A shared-memory window, as Window.allocate makes on one host. Calls try the direct path
+  // first, then the general one, as rma._core.Window does.
   auto window = rma::Window::create_shared(*world, rma::SharedSegment::create(1 << 16), "bench");
   if (rank == 0) {
     window->lock_all(0);
     std::vector<std::byte> data(4096);
     for (size_t size : {8, 64, 512, 4096}) {
       auto region = rma::Region::contiguous(0, size, 1);
-      report("put", size, median_seconds(2000, [&] { window->put(1, data.data(), region); window->flush(1); }));
-      report("get", size, median_seconds(2000, [&] { window->get(1, data.data(), region); window->flush(1); }));
+      report("put", size, median_seconds(2000, [&] { if (!window->put_direct(1, data.data(), 0, size)) window->put(1, data.data(), region);
+        if (!window->flush_direct(1)) window->flush(1); }));
+      report("get", size, median_seconds(2000, [&] { if (!window->get_direct(1, data.data(), 0, size)) window->get(1, data.data(), region);
+        if (!window->flush_direct(1)) window->flush(1); }));
       auto words = rma::Region::contiguous(0, size, 8);
       report("accumulate", size, median_seconds(2000, [&] {
-        window->accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), words);
-        window->flush(1);
+        if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), nullptr, 0, size)) {
+          window->accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), words);
+        }
+        if (!window->flush_direct(1)) window->flush(1);
       }));
     }
     int64_t one = 1, zero = 0, fetched = 0;
     auto element = rma::Region::contiguous(0, 8, 8);
     report("fetch_and_op", 8, median_seconds(2000, [&] {
-      window->get_accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, element);
-      window->flush(1);
+      if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, 0, 8)) {
+        window->get_accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, element);
+      }
+      if (!window->flush_direct(1)) window->flush(1);
     }));
     report("compare_and_swap", 8, median_seconds(2000, [&] {
-      window->compare_and_swap(1, rma::ElementType::Int64, &one, &zero, &fetched, element);
-      window->flush(1);
+      if (!window->compare_and_swap_direct(1, rma::ElementType::Int64, &one, &zero, &fetched, 0)) {
+        window->compare_and_swap(1, rma::ElementType::Int64, &one, &zero, &fetched, element);
+      }
+      if (!window->flush_direct(1)) window->flush(1);
     }));
     window->unlock_all();
     auto eight_bytes = rma::Region::contiguous(0, 8, 1);
     report("lock_put_unlock", 8, median_seconds(2000, [&] {
       window->lock(1, rma::kLockExclusive, 0);
-      window->put(1, data.data(), eight_bytes);
+      if (!window->put_direct(1, data.data(), 0, 8)) window->put(1, data.data(), eight_bytes);
       window->unlock(1);
     }));
   }
@@ -79,14 +88,14 @@ int bench(int rank, const fork_job::Exchange& exchange) {
   window->fence(0);
   double fence = median_seconds(2000, [&] { window->fence(0); });
   double fence_put = median_seconds(2000, [&] {
-    if (rank == 0) window->put(1, word.data(), eight);
+    if (rank == 0 && !window->put_direct(1, word.data(), 0, 8)) window->put(1, word.data(), eight);
     window->fence(0);
   });
   window->fence(rma::kModeNoSucceed);
   double pscw = median_seconds(2000, [&] {
     if (rank == 0) {
       window->start({1}, 0);
-      window->put(1, word.data(), eight);
+      if (!window->put_direct(1, word.data(), 0, 8)) window->put(1, word.data(), eight);
       window->complete();
     } else {
       window->post({0}, 0);

@@ -243,7 +243,7 @@ void put_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
     if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) return;
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
-  released([&] { core.put(rank, data.data, region); });
+  released([&] { core.put(rank, data.data, region, call); });
   keep(self, rank, &data, nullptr);
 }
 
@@ -257,7 +257,7 @@ void get_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
     if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) return;
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
-  released([&] { core.get(rank, out.data, region); });
+  released([&] { core.get(rank, out.data, region, call); });
   keep(self, rank, nullptr, &result);
 }
 
@@ -295,9 +295,9 @@ void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot
   rma::Region region = region_of(self, rank, disp, target, data, call);
   released([&] {
     if (into != nullptr) {
-      core.get_accumulate(rank, op, data.type, data.data, into, region);
+      core.get_accumulate(rank, op, data.type, data.data, into, region, call);
     } else {
-      core.accumulate(rank, op, data.type, data.data, region);
+      core.accumulate(rank, op, data.type, data.data, region, call);
     }
   });
   keep(self, rank, &data, result ? &*result : nullptr);
@@ -324,7 +324,7 @@ void compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const 
   }
   rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
   released([&] {
-    core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region);
+    core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call);
   });
   keep(self, rank, &data, &result);
   if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);

@@ -1,0 +1,109 @@
+// Synchronization of a window whose ranks are all on this host, through their control blocks
+// (window/shared_control.hpp): no message and no progress thread in between, so a fence or a
+// lock costs what the atomics cost, and a wait sleeps on this rank's bell.
+#include "errors.hpp"
+#include "runtime/runtime.hpp"
+#include "window/shared_control.hpp"
+#include "window/sync.hpp"
+
+namespace rma {
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+const char* lock_name(int type) { return type == kLockExclusiveType ? "exclusive" : "shared"; }
+}  // namespace
+
+SharedSync::SharedSync(std::shared_ptr<Communicator> comm, std::vector<std::shared_ptr<SharedSegment>> blocks,
+                       const std::string& label, Where where)
+    : Sync(comm->size()), comm_(comm), where_(std::move(where)) {
+  Communicator* members = comm.get();
+  // Waiting long for a spin lock of a control block: if some rank died, it may have died
+  // holding it. (A live holder keeps it a few instructions, so the wait is long only then.)
+  control_ = std::make_unique<SharedControl>(std::move(blocks), comm->rank(), [members, label](const char* what) {
+    Transport& transport = members->runtime().transport();
+    if (transport.peers().any_dead()) {
+      transport.peers().check(members->members(), members->runtime().rank(),
+                              "a call on " + label + " (waiting for " + what + ")");
+    }
+  });
+  // This rank's notice counters live in its control block, where the senders add to them.
+  count_notices_at(control_->posts(comm->rank()), control_->completes(comm->rank()));
+}
+
+SharedSync::~SharedSync() = default;
+
+Bell* SharedSync::bell() { return &control_->bell(comm_->rank()); }
+
+void SharedSync::barrier() {
+  // Everyone's direct stores are done: meet in shared memory.
+  uint32_t round = control_->arrive();
+  // The others are usually there within a microsecond or two: look a few times before
+  // setting up a wait.
+  for (int look = 0; look < 64 && !control_->passed(round); ++look) cpu_relax();
+  if (control_->passed(round)) return;
+  comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
+                                          comm_->members(),
+                                          [&] { return where_("fence", -1) + " (waiting for the other ranks to fence)"; },
+                                          bell());
+}
+
+void SharedSync::notify(Notice notice, const std::vector<int>& ranks) {
+  auto counters = notice == Notice::Post ? &SharedControl::posts : &SharedControl::completes;
+  for (int rank : ranks) control_->notify(counters, rank);
+}
+
+bool SharedSync::lock(int target, int type, bool try_only, const char* call) {
+  // The origin queues itself in the target's lock queue; whoever grants it (itself, or the
+  // holder that unlocks) sets its grant word and rings its bell.
+  int rank = comm_->rank();
+  std::atomic<uint32_t>& grant = control_->grants(target)[rank];
+  grant.store(0);
+  control_->with_queue(target, [&](LockQueue& queue) {
+    if (try_only && !queue.free_for(type)) {
+      grant.store(2);
+      return;
+    }
+    queue.enqueue(rank, type);
+    grant_from(queue, target);
+  });
+  if (grant.load() != 0) return grant.load() == 1;  // granted (or refused) at once
+  // Any rank may hold the lock: one that dies holding it would keep it forever, so a death
+  // anywhere in the window ends the wait.
+  try {
+    comm_->runtime().transport().wait_until([&] { return grant.load() != 0; }, comm_->runtime().deadline(),
+                                            comm_->members(), [&] {
+      return where_(call, target) + " (waiting for the " + lock_name(type) + " lock on rank " +
+             std::to_string(target) + ", held by another rank)";
+    }, bell());
+  } catch (...) {
+    // Given up (deadline, interrupt): leave the queue, or hand back a grant that came meanwhile.
+    control_->with_queue(target, [&](LockQueue& queue) {
+      if (!queue.withdraw(rank)) release_from(queue, target);
+    });
+    throw;
+  }
+  return grant.load() == 1;
+}
+
+void SharedSync::unlock(int target) {
+  control_->with_queue(target, [&](LockQueue& queue) { release_from(queue, target); });
+}
+
+void SharedSync::release_from(LockQueue& queue, int target) {
+  queue.release(comm_->rank());
+  grant_from(queue, target);
+}
+
+void SharedSync::grant_from(LockQueue& queue, int target) {
+  queue.grant_waiting([&](int origin) {
+    control_->grants(target)[origin].store(1);
+    if (origin != comm_->rank()) control_->bell(origin).ring();  // (this rank is awake)
+  });
+}
+
+}  // namespace rma
