@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up rma from a fresh clone and run it:
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
-#   ./dev.sh test   install what is needed, then run the C++ unit tests under AddressSanitizer
-#                   and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
+#   ./dev.sh test   install what is needed, then lint, run the C++ unit tests under
+#                   AddressSanitizer and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
+#   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
+#   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py)
 #   ./dev.sh setup  only install
 # System packages come from Debian (apt-get, with sudo when not root); Python packages from
@@ -54,6 +56,31 @@ cpp_tests() {
     "$VENV/bin/ctest" --output-on-failure --timeout 300)
 }
 
+# The C++ sources clang-format checks, NUL-separated.
+cpp_files() {
+  find src tests/cpp bench/cpp -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -print0 | sort -z
+}
+
+# One linter and formatter per language; configured in pyproject.toml ([tool.ruff]) and
+# .clang-format. Runs every check, then fails if any did.
+lint() {
+  local failed=0
+  "$VENV/bin/ruff" check . || failed=1
+  "$VENV/bin/ruff" format --check . || failed=1
+  cpp_files | xargs -0 "$VENV/bin/clang-format" --dry-run --Werror || failed=1
+  if [ "$failed" -ne 0 ]; then
+    echo "dev.sh: lint failed; ./dev.sh format applies the formatting (other findings need fixing by hand)" >&2
+    return 1
+  fi
+  echo "dev.sh: lint clean"
+}
+
+format() {
+  "$VENV/bin/ruff" check --fix-only --quiet .
+  "$VENV/bin/ruff" format .
+  cpp_files | xargs -0 "$VENV/bin/clang-format" -i
+}
+
 # Files in /dev/shm that rma or libfabric's shm provider make: window segments
 # (rma-<pid>-<n>), bells (<pid>-rma-bell-<n>), provider regions (<pid>:<n>:<n>).
 shm_files() {
@@ -66,8 +93,17 @@ case "${1:-}" in
     setup
     PATH="$VENV/bin:$PATH" exec rmarun -n 4 examples/bulletin_board.py
     ;;
+  lint)
+    [ -x "$VENV/bin/ruff" ] || setup
+    lint
+    ;;
+  format)
+    [ -x "$VENV/bin/ruff" ] || setup
+    format
+    ;;
   test)
     setup
+    lint
     cpp_tests
     shm_before=$(shm_files)
     PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
@@ -93,7 +129,7 @@ case "${1:-}" in
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | test [pytest args] | bench [--repetitions N] | setup" >&2
+    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | bench [--repetitions N] | setup" >&2
     exit 2
     ;;
 esac

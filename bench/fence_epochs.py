@@ -61,7 +61,8 @@ for _ in range(5):
     win.fence()
     rates.append(64 * big.nbytes / (time.perf_counter() - start))
 if comm.rank == 0:
-    print(f"{put * 1e6:.1f} us | {accumulate * 1e6:.1f} us | {pscw * 1e6:.1f} us | {statistics.median(rates) / 1e9:.2f} GB/s")
+    bandwidth = statistics.median(rates) / 1e9
+    print(f"{put * 1e6:.1f} us | {accumulate * 1e6:.1f} us | {pscw * 1e6:.1f} us | {bandwidth:.2f} GB/s")
 win.free(); acc.free()
 """
 

@@ -111,7 +111,7 @@ def test_posts_that_arrive_early_are_counted(comm):
                 for r in range(1, comm.size):
                     win.accumulate(np.int64(epoch + 1), r)
     else:
-        for epoch in range(3):
+        for _ in range(3):
             with win.post([0]):
                 pass
         assert win.local[0] == 1 + 2 + 3

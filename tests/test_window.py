@@ -37,7 +37,7 @@ def values(dtype, count, seed):
     """Deterministic test values of `dtype` that every rank can compute."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
-    if dtype == bool:
+    if dtype.kind == "b":
         return rng.integers(0, 2, count).astype(bool)
     if dtype.kind in "iu":
         return rng.integers(0, 5, count).astype(dtype)
@@ -256,7 +256,7 @@ def test_window_create_over_my_array_and_attributes(comm):
     with pytest.raises(rma.RMAError, match="freed"):
         win.put(np.zeros(1, np.float32), 0)
     with pytest.raises(rma.RMAError, match="freed"):
-        win.local
+        _ = win.local
 
 
 @pytest.mark.rma(**EVERYWHERE)

@@ -7,6 +7,7 @@ See the README for the API and the configuration variables.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BootstrapError,
@@ -20,6 +21,32 @@ from .errors import (
 from .group import Group
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers see of the lazy names below (tests/test_typing.py keeps both in step)
+    from . import sync
+    from ._runtime import finalize, init, is_initialized
+    from .comm import Comm
+    from .ops import (
+        BAND,
+        BOR,
+        BXOR,
+        LAND,
+        LOCK_EXCLUSIVE,
+        LOCK_SHARED,
+        LOR,
+        LXOR,
+        MAX,
+        MIN,
+        NO_OP,
+        PROC_NULL,
+        PROD,
+        REPLACE,
+        SUM,
+        LockType,
+        Mode,
+        Op,
+    )
+    from .window import Request, Window
 
 # Names whose modules load the compiled core: imported on first use (see _native.py).
 _LAZY = {
@@ -65,7 +92,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rma' has no attribute {name!r}")
