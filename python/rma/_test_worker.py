@@ -346,12 +346,16 @@ def main() -> int:
     # worker's channel, or the plugin's lifeline, open after the worker is gone.
     os.set_inheritable(control.fileno(), False)
     os.set_inheritable(lifeline, False)
+    # Every file of the worker exists before the lifeline is watched: leaving with the plugin
+    # removes them, and none may be made afterwards.
+    stacks = open(prefix + ".stacks", "w")
+    capture = _Capture(prefix)
     threading.Thread(
         target=_watch_lifeline, args=(lifeline, prefix), name="rma-test-lifeline", daemon=True
     ).start()
 
     try:
-        return _serve(control, prefix)
+        return _serve(control, stacks, capture)
     except BaseException:
         # A worker that fails because the plugin vanished (rma.PeerError when the store
         # goes) must still clean up, or its files outlive the session.
@@ -369,8 +373,7 @@ def _plugin_gone(lifeline: int) -> bool:
         return True
 
 
-def _serve(control: socket.socket, prefix: str) -> int:
-    stacks = open(prefix + ".stacks", "w")
+def _serve(control: socket.socket, stacks, capture: _Capture) -> int:
     # The plugin sends SIGUSR1 to learn where a hung test stands; faulthandler
     # answers from the signal handler itself, even while the main thread is blocked
     # in C++ code.
@@ -391,7 +394,6 @@ def _serve(control: socket.socket, prefix: str) -> int:
     send_frame(control, {"op": "ready", "pid": os.getpid(), "main_thread": threading.main_thread().ident})
 
     modules = _Modules()
-    capture = _Capture(prefix)
     while True:
         cmd = _recv_frame(control, reader, backlog)
         if cmd is None:
