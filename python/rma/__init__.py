@@ -23,9 +23,9 @@ __version__ = "0.1.0"
 
 # Names whose modules load the compiled core: imported on first use (see _native.py).
 _LAZY = {
-    "init": "._runtime",
-    "finalize": "._runtime",
-    "is_initialized": "._runtime",
+    "init": "._job.join",
+    "finalize": "._job.join",
+    "is_initialized": "._job.join",
     "Comm": ".comm",
     "Window": ".window",
     "Request": ".window",

@@ -431,7 +431,7 @@ def _leave_with_plugin(prefix: str) -> None:
     this worker's files go (the last worker out also removes their directory).
     """
     try:
-        from ._shm_files import cleanup_shm_files
+        from ._job.shm_files import cleanup_shm_files
 
         cleanup_shm_files([os.getpid()])
         for suffix in (".log", ".out", ".err", ".stacks"):

@@ -7,7 +7,7 @@
     rmarun --serve-store -n N [--store-host H] [--store-port P]
     rmarun --info
 
-rmarun runs the job's rendezvous store (see rma._store), starts N ranks with
+rmarun runs the job's rendezvous store (see rma._job.store_server), starts N ranks with
 RMA_RANK/RMA_SIZE/RMA_STORE/RMA_SECRET in their environment, relays their
 output, and makes sure that no process of the job outlives it: when one rank
 fails, the others are stopped, and rmarun exits with the failed rank's status.
@@ -29,8 +29,9 @@ import threading
 import time
 from typing import Iterable, Sequence
 
-from ._shm_files import cleanup_shm_files
-from ._store import StoreServer, parse_address
+from ._job.shm_files import cleanup_shm_files
+from ._job.store_protocol import parse_address
+from ._job.store_server import StoreServer
 from .errors import BootstrapError
 
 __all__ = ["main", "print_info", "build_command"]
@@ -262,7 +263,7 @@ def print_info() -> int:
     """Print the rma version, libfabric's version and providers, and what a job would use."""
     from . import __version__
     from ._native import _core
-    from ._runtime import choose_provider
+    from ._job.join import choose_provider
 
     print(f"rma {__version__}")
     print(f"libfabric {_core.libfabric_version()}")

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._notebook_worker import receive, send
-from ._shm_files import cleanup_shm_files
-from ._store import StoreServer
+from ._job.shm_files import cleanup_shm_files
+from ._job.store_server import StoreServer
 from .errors import RMAError
 
 __all__ = ["Cluster", "RankError", "RankResult", "start", "current"]

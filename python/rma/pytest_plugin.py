@@ -63,9 +63,9 @@ from typing import NamedTuple
 
 import pytest
 
-from ._store import StoreServer
+from ._job.shm_files import cleanup_shm_files
+from ._job.store_server import StoreServer
 from ._test_worker import FrameReader, send_frame
-from ._shm_files import cleanup_shm_files
 from .launcher import _describe_exit, _killpg
 
 __all__ = ["DEFAULT_TIMEOUT"]
@@ -805,7 +805,9 @@ def _plural(ranks) -> str:
 
 _WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_test_worker.py")
 # Frames of threads that are rma's machinery, not the test's: shown only as a count.
-_MACHINERY_FILES = (_WORKER_FILE, os.path.join(os.path.dirname(_WORKER_FILE), "_store.py"))
+_MACHINERY_FILES = (_WORKER_FILE,) + tuple(
+    os.path.join(os.path.dirname(_WORKER_FILE), "_job", name) for name in ("store_client.py", "frames.py")
+)
 
 
 def _frame_file(line: str) -> str | None:

@@ -15,10 +15,10 @@ import socket
 import sys
 import threading
 
-from ._native import _core
-from .comm import Comm
-from ._shm_files import remove_stale_shm_files
-from .errors import BootstrapError, RMAError
+from .._native import _core
+from ..comm import Comm
+from ..errors import BootstrapError, RMAError
+from .shm_files import remove_stale_shm_files
 
 __all__ = ["init", "finalize", "is_initialized", "provider"]
 
@@ -144,7 +144,7 @@ def _join() -> _Job:
         raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
     if not 0 <= rank < size:
         raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
-    from ._store import StoreClient
+    from .store_client import StoreClient
 
     secret = os.environ.get("RMA_SECRET", "")
     store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
