@@ -16,7 +16,7 @@ import time
 import pytest
 
 from rma._job.shm_files import cleanup_shm_files
-from rma.launcher import build_command, split_argv
+from rma.launcher.cli import build_command, split_argv
 
 WAIT = 15.0
 RMARUN = [sys.executable, "-m", "rma"]

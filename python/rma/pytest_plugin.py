@@ -64,9 +64,9 @@ from typing import NamedTuple
 import pytest
 
 from ._job.shm_files import cleanup_shm_files
+from ._job.spawn import describe_exit, killpg
 from ._job.store_server import StoreServer
 from ._test_worker import FrameReader, send_frame
-from .launcher import _describe_exit, _killpg
 
 __all__ = ["DEFAULT_TIMEOUT"]
 
@@ -357,14 +357,14 @@ class _Worker:
 
     def status(self) -> str:
         code = self.proc.poll()
-        return "still running" if code is None else _describe_exit(code)
+        return "still running" if code is None else describe_exit(code)
 
 
 def _reap_dead(w: _Worker) -> None:
     """Collect the exit status of a worker whose channel closed, i.e. that is exiting."""
     # Its group first, while the unreaped worker still holds the group id: a dead
     # worker's test may have left processes behind.
-    _killpg(w.pid, signal.SIGKILL)
+    killpg(w.pid, signal.SIGKILL)
     try:
         w.proc.wait(timeout=_EXIT_WAIT)
     except subprocess.TimeoutExpired:
@@ -599,7 +599,7 @@ class _Pool:
             # Only while the worker is unreaped: until then its pid, and so its
             # process group id, cannot have been reused by another process.
             if w.proc.returncode is None:
-                _killpg(w.pid, signal.SIGKILL)
+                killpg(w.pid, signal.SIGKILL)
         for w in self.workers:
             try:
                 w.proc.wait(timeout=_EXIT_WAIT)

@@ -1,6 +1,7 @@
 """The machinery of a job, shared by rmarun, the pytest plugin and rma.notebook.
 
 frames.py          length-prefixed frames over a socket (JSON for the store, pickles for workers)
+spawn.py           starting rank processes in their own process groups, stopping them, exit statuses
 store_protocol.py  what the rendezvous store and its clients say, and store addresses
 store_server.py    the rendezvous store one job's ranks meet at
 store_client.py    a rank's connection to the store

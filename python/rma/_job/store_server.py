@@ -129,6 +129,10 @@ class StoreServer:
             ) from None
         bound_host, bound_port = self._listener.getsockname()[:2]
         self.address: str = format_address(bound_host, bound_port)
+        # A wildcard address is not something to connect to: ranks are told this machine's name.
+        reachable_host = socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+        #: The address to give ranks (RMA_STORE).
+        self.reachable_address: str = format_address(reachable_host, bound_port)
 
         self._lock = threading.Lock()
         self._data: dict[str, bytes] = {}
