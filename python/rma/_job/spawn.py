@@ -12,7 +12,7 @@ import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 
-__all__ = ["rank_environment", "start_rank", "killpg", "live_groups", "exit_status", "describe_exit"]
+__all__ = ["rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit"]
 
 
 def rank_environment(
@@ -54,6 +54,21 @@ def killpg(pgid: int, sig: int) -> bool:
         return False
 
 
+def kill_groups(procs: Iterable[subprocess.Popen], timeout: float) -> None:
+    """Kill ranks and whatever they started, and reap them, waiting at most `timeout` s for each."""
+    procs = list(procs)
+    for proc in procs:
+        # Only while the rank is unreaped: until then its pid, and so its process group id,
+        # cannot have been reused by another process.
+        if proc.returncode is None:
+            killpg(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass  # unkillable (stuck in the kernel): nothing more can be done
+
+
 def live_groups(pgids: Iterable[int]) -> set[int]:
     """Return those of the process groups pgids that still have a live member.
 
@@ -89,8 +104,10 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def describe_exit(returncode: int) -> str:
-    """Say how a process ended: "exit status N" or "killed by SIGNAME"."""
+def describe_exit(returncode: int | None) -> str:
+    """Say how a process ended ("exit status N", "killed by SIGNAME"), or that it runs still."""
+    if returncode is None:
+        return "still running"
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
