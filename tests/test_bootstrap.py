@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rma._store import StoreServer
+from rma._job.store_server import StoreServer
 
 RANK_PROLOGUE = "import os, sys, time, rma\n"
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rma
-from rma import _runtime
+from rma._job import join
 
 EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
 PROVIDER_NAMES = {"shm": "shm", "tcp": "tcp;ofi_rxm"}
@@ -18,7 +18,7 @@ PROVIDER_NAMES = {"shm": "shm", "tcp": "tcp;ofi_rxm"}
 def test_rank_size_and_provider(comm):
     assert comm.size == int(os.environ["RMA_SIZE"])
     assert comm.rank == int(os.environ["RMA_RANK"])
-    assert _runtime.provider() == PROVIDER_NAMES[os.environ["RMA_PROVIDER"]]
+    assert join.provider() == PROVIDER_NAMES[os.environ["RMA_PROVIDER"]]
     assert comm.allgather(comm.rank) == list(range(comm.size))
 
 

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from rma._shm_files import cleanup_shm_files
-from rma.launcher import build_command, split_argv
+from rma._job.shm_files import cleanup_shm_files
+from rma.launcher.cli import build_command, split_argv
 
 WAIT = 15.0
 RMARUN = [sys.executable, "-m", "rma"]
@@ -408,7 +408,7 @@ def test_cleanup_shm_files_matches_only_the_given_pids(tmp_path):
 STORE_RANK = textwrap.dedent(
     """
     import os, sys
-    from rma._store import StoreClient
+    from rma._job.store_client import StoreClient
     rank = int(os.environ["RMA_RANK"])
     client = StoreClient(os.environ["RMA_STORE"], os.environ["RMA_SECRET"], rank, timeout=10)
     client.put(f"addr/{rank}", str(rank * 10).encode())

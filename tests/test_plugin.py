@@ -40,7 +40,7 @@ def live_workers(tmpdir) -> list[int]:
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
-                if b"rma._test_worker" not in f.read():
+                if b"rma.pytest_plugin.worker" not in f.read():
                     continue
             with open(f"/proc/{name}/environ", "rb") as f:
                 environ = f.read().split(b"\0")

@@ -1,4 +1,4 @@
-"""Test the rendezvous store (rma._store) with real sockets, threads and processes.
+"""Test the rendezvous store (rma._job.store_*) with real sockets, threads and processes.
 
 Every blocking call here has a timeout, so a bug makes a test fail, not hang.
 """
@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from rma._store import MAX_VALUE_SIZE, StoreClient, StoreServer, parse_address
+from rma._job.store_client import StoreClient
+from rma._job.store_protocol import MAX_VALUE_SIZE, parse_address
+from rma._job.store_server import StoreServer
 from rma.errors import BootstrapError, PeerError, RMATimeoutError
 
 # Upper bound for any single wait in this file.
@@ -57,7 +59,7 @@ def run_client(server, rank, body, timeout=WAIT):
     code = textwrap.dedent(
         """
         import os, sys
-        from rma._store import StoreClient
+        from rma._job.store_client import StoreClient
         client = StoreClient(os.environ["STORE"], os.environ["SECRET"], int(os.environ["RANK"]), timeout=10)
         """
     ) + textwrap.dedent(body)

@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see of the lazy names below (tests/test_typing.py keeps both in step)
     from . import sync
-    from ._runtime import finalize, init, is_initialized
+    from ._job.join import finalize, init, is_initialized
     from .comm import Comm
     from .ops import (
         BAND,
@@ -50,9 +50,9 @@ if TYPE_CHECKING:  # what type checkers see of the lazy names below (tests/test_
 
 # Names whose modules load the compiled core: imported on first use (see _native.py).
 _LAZY = {
-    "init": "._runtime",
-    "finalize": "._runtime",
-    "is_initialized": "._runtime",
+    "init": "._job.join",
+    "finalize": "._job.join",
+    "is_initialized": "._job.join",
     "Comm": ".comm",
     "Window": ".window",
     "Request": ".window",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _runtime
+from ._job import join as _join
 from ._native import _core
 from .comm import Comm
 from .errors import RMAError, TargetRangeError
@@ -416,7 +416,7 @@ def _one_host(comm: Comm) -> bool:
 def _transport(comm: Comm) -> str:
     """Return the transport of a new allocate() window: the same answer on every rank, from
     what the join learnt once (the job's topology, RMA_TRANSPORT)."""
-    setting = _runtime.transport_setting()
+    setting = _join.transport_setting()
     one_host = comm._core.on_one_host()
     if setting == "shared-memory" and not one_host:
         raise ValueError("rma: RMA_TRANSPORT=shared-memory needs every rank on one host")

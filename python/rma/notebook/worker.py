@@ -12,40 +12,12 @@ import io
 import os
 import pickle
 import signal
-import socket
-import struct
 import sys
 import traceback
 
-
-def send(channel: socket.socket, message: dict) -> None:
-    data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-    channel.sendall(struct.pack("!Q", len(data)) + data)
-
-
-def receive(channel: socket.socket, ignore_interrupts: bool = False) -> dict | None:
-    """Return the next message, or None when the other end closed the channel."""
-    header = _exactly(channel, 8, ignore_interrupts)
-    if header is None:
-        return None
-    data = _exactly(channel, struct.unpack("!Q", header)[0], ignore_interrupts)
-    return None if data is None else pickle.loads(data)
-
-
-def _exactly(channel: socket.socket, count: int, ignore_interrupts: bool) -> bytes | None:
-    chunks, remaining = [], count
-    while remaining:
-        try:
-            chunk = channel.recv(min(remaining, 1 << 20))
-        except KeyboardInterrupt:
-            if not ignore_interrupts:
-                raise
-            continue  # a rank interrupted between cells: there is nothing to interrupt
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+from .._job.frames import Channel
+from .._job.workers import control_channel
+from .cluster import CONTROL_FD
 
 
 def _run(namespace: dict, command: dict) -> dict:
@@ -66,9 +38,17 @@ def _run(namespace: dict, command: dict) -> dict:
     return reply
 
 
+def _next_command(channel: Channel) -> dict | None:
+    """Wait for the next command; None when the notebook closed the channel."""
+    while True:
+        try:
+            return channel.receive()
+        except KeyboardInterrupt:
+            continue  # a rank interrupted between cells: there is nothing to interrupt
+
+
 def main() -> int:
-    channel = socket.socket(fileno=int(os.environ["RMA_NOTEBOOK_FD"]))
-    os.set_inheritable(channel.fileno(), False)
+    channel = control_channel(CONTROL_FD)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
 
@@ -76,16 +56,16 @@ def main() -> int:
 
     comm = rma.init()
     namespace = {"__name__": "__rma_rank__", "rma": rma, "np": np, "comm": comm}
-    send(channel, {"op": "ready", "pid": os.getpid()})
+    channel.send({"op": "ready", "pid": os.getpid()})
     while True:
-        command = receive(channel, ignore_interrupts=True)
+        command = _next_command(channel)
         if command is None:  # the notebook is gone: leave without the collective goodbye
             os._exit(0)
         if command["op"] == "exit":
             rma.finalize()
-            send(channel, {"op": "bye"})
+            channel.send({"op": "bye"})
             return 0
-        send(channel, _run(namespace, command))
+        channel.send(_run(namespace, command))
 
 
 if __name__ == "__main__":

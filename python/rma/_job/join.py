@@ -15,12 +15,12 @@ import socket
 import sys
 import threading
 
-from ._native import _core
-from .comm import Comm
-from ._shm_files import remove_stale_shm_files
-from .errors import BootstrapError, RMAError
+from .._native import _core
+from ..comm import Comm
+from ..errors import BootstrapError, RMAError
+from .shm_files import remove_stale_shm_files
 
-__all__ = ["init", "finalize", "is_initialized", "provider", "transport_setting"]
+__all__ = ["init", "finalize", "is_initialized", "provider", "requested_transport", "transport_setting"]
 
 # Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
 _PROVIDER_ALIASES = {"shm": "shm", "tcp": "tcp;ofi_rxm", "tcp;ofi_rxm": "tcp;ofi_rxm"}
@@ -62,6 +62,18 @@ def _float_setting(name: str, default: float) -> float:
         return float(value)
     except ValueError:
         raise BootstrapError(f"rma.init: {name}={value!r} is not a number") from None
+
+
+def requested_transport() -> str:
+    """Return RMA_TRANSPORT (auto, shared-memory or libfabric), the one place it is read.
+
+    init() then checks that every rank gives the same, and the runtime keeps it
+    (transport_setting()); rmarun --info shows it.
+    """
+    transport = os.environ.get("RMA_TRANSPORT", "").strip() or "auto"
+    if transport not in ("auto", "shared-memory", "libfabric"):
+        raise BootstrapError(f"rma.init: RMA_TRANSPORT={transport!r}: use auto, shared-memory or libfabric")
+    return transport
 
 
 def timeout_setting() -> float:
@@ -132,9 +144,7 @@ def _join() -> _Job:
     timeout = timeout_setting()
     sleep_us = int(_float_setting("RMA_PROGRESS_SLEEP_US", 1000))
     requested = os.environ.get("RMA_PROVIDER", "")
-    transport = os.environ.get("RMA_TRANSPORT", "").strip() or "auto"  # read here only
-    if transport not in ("auto", "shared-memory", "libfabric"):
-        raise BootstrapError(f"rma.init: RMA_TRANSPORT={transport!r}: use auto, shared-memory or libfabric")
+    transport = requested_transport()
 
     if not store_address:
         if size not in (None, 1):
@@ -151,7 +161,7 @@ def _join() -> _Job:
         raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
     if not 0 <= rank < size:
         raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
-    from ._store import StoreClient
+    from .store_client import StoreClient
 
     secret = os.environ.get("RMA_SECRET", "")
     store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)

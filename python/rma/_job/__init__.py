@@ -1,0 +1,15 @@
+"""The machinery of a job, shared by rmarun, the pytest plugin and rma.notebook.
+
+frames.py          length-prefixed frames over a socket (JSON for the store, pickles for workers)
+spawn.py           starting rank processes in their own process groups, stopping them, exit statuses
+workers.py         worker ranks driven over a control socket (the pytest plugin's, the notebook's)
+lifeline.py        a pipe whose end tells workers that the process that started them is gone
+store_protocol.py  what the rendezvous store and its clients say, and store addresses
+store_server.py    the rendezvous store one job's ranks meet at
+store_client.py    a rank's connection to the store
+join.py            joining and leaving the job on a rank: rma.init() and rma.finalize()
+shm_files.py       removing the files dead ranks leave in /dev/shm
+
+Nothing here is imported by ``import rma``: rmarun, the store and the pytest plugin's
+controller start without loading the compiled core (see _native.py); only join.py loads it.
+"""

@@ -1,0 +1,117 @@
+"""Start rank processes, each leading its own process group, and stop them, group and all.
+
+A rank that leads its own process group (a new session) can be stopped with everything it
+spawned by one os.killpg, and a Ctrl-C on the terminal reaches only the process that started
+the ranks (rmarun, pytest, a notebook's kernel), which decides what the ranks get.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterable, Sequence
+
+__all__ = ["rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit"]
+
+
+def rank_environment(
+    rank: int, size: int, store_address: str, secret: str, provider: str | None = None
+) -> dict[str, str]:
+    """Return this process's environment plus what makes a process rank `rank` of a job."""
+    env = dict(os.environ)
+    env.update(
+        RMA_RANK=str(rank),
+        RMA_SIZE=str(size),
+        RMA_STORE=store_address,
+        RMA_SECRET=secret,
+        # Ranks write to pipes or files; without this their Python output would sit in block
+        # buffers and arrive late, out of order, or not at all when the rank is killed.
+        PYTHONUNBUFFERED="1",
+    )
+    if provider:
+        env["RMA_PROVIDER"] = provider  # else the environment's, or the automatic choice
+    return env
+
+
+def start_rank(command: Sequence[str], env: dict[str, str], **popen) -> subprocess.Popen:
+    """Start one rank process as the leader of a new process group, with stdin closed.
+
+    `popen` holds further arguments of subprocess.Popen (stdout, stderr, pass_fds).
+    """
+    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, start_new_session=True, **popen)
+
+
+def killpg(pgid: int, sig: int) -> bool:
+    """Send sig to a process group; return False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        # The pgid was recycled by someone else's process: not ours to touch.
+        return False
+
+
+def kill_groups(procs: Iterable[subprocess.Popen], timeout: float) -> None:
+    """Kill ranks and whatever they started, and reap them, waiting at most `timeout` s for each."""
+    procs = list(procs)
+    for proc in procs:
+        # Only while the rank is unreaped: until then its pid, and so its process group id,
+        # cannot have been reused by another process.
+        if proc.returncode is None:
+            killpg(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass  # unkillable (stuck in the kernel): nothing more can be done
+
+
+def live_groups(pgids: Iterable[int]) -> set[int]:
+    """Return those of the process groups pgids that still have a live member.
+
+    killpg(pgid, 0) alone also succeeds for a group whose members are all
+    zombies waiting for init to reap them, which may take a while in a
+    container; on Linux /proc tells the zombies apart.
+    """
+    candidates = {pgid for pgid in pgids if killpg(pgid, 0)}
+    if not candidates or not os.path.isdir("/proc/self"):
+        return candidates
+    live: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return candidates
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                # The command name may hold spaces and parentheses: parse
+                # from the last ")"; then come state, ppid, pgrp.
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) in candidates:
+            live.add(int(fields[2]))
+    return live
+
+
+def exit_status(returncode: int) -> int:
+    """Map a Popen returncode to a shell-style exit status (128+N for signal N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_exit(returncode: int | None) -> str:
+    """Say how a process ended ("exit status N", "killed by SIGNAME"), or that it runs still."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit status {returncode}"

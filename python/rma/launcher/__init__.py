@@ -1,0 +1,25 @@
+"""Start the ranks of an rma job on this machine: the ``rmarun`` command.
+
+::
+
+    rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]
+           (script.py [args] | -m module [args] | -c code [args] | program [args...])
+    rmarun --serve-store -n N [--store-host H] [--store-port P]
+    rmarun --info
+
+rmarun runs the job's rendezvous store (see rma._job.store_server), starts N ranks with
+RMA_RANK/RMA_SIZE/RMA_STORE/RMA_SECRET in their environment, relays their
+output, and makes sure that no process of the job outlives it: when one rank
+fails, the others are stopped, and rmarun exits with the failed rank's status.
+
+cli.py          the command line, and main(): the ``rmarun`` console script and ``python -m rma``
+job.py          running the ranks of a job until they exit, and cleaning up after them
+output.py       relaying the ranks' output, and rmarun's own messages
+signals.py      signals as events while a job runs
+serve_store.py  --serve-store: only a store, for ranks started by other means
+info.py         --info: versions and providers
+"""
+
+from .cli import main
+
+__all__ = ["main"]

@@ -1,0 +1,165 @@
+"""rmarun's command line: its options, the program to run, and what to do with them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from typing import Sequence
+
+from ..errors import BootstrapError
+from .info import print_info
+from .job import Job
+from .output import PROG, say
+from .serve_store import serve_store
+
+__all__ = ["main", "build_parser", "split_argv", "build_command"]
+
+# Launcher options that take a value; everything else starting with "-" is a
+# flag.  The command-line splitter below needs to know which is which, to
+# find where the launcher's options end and the program's arguments begin.
+_VALUE_OPTIONS = {"-n", "--np", "--provider", "--timeout", "--store-host", "--store-port"}
+
+_USAGE = (
+    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]\n"
+    "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
+    "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
+    "       rmarun --info"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the parser of rmarun's own options (the program's are split off before)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage=_USAGE,
+        description="Run N ranks of an rma program on this machine.",
+        epilog="Everything after the script, program, -m module or -c code is passed "
+        "to the ranks unchanged.",
+        allow_abbrev=False,  # abbreviations would defeat the argument splitter
+    )
+    parser.add_argument("-n", "--np", dest="n", type=int, metavar="N", help="number of ranks")
+    parser.add_argument(
+        "--provider", metavar="P", help='libfabric provider for the ranks (RMA_PROVIDER), e.g. "shm", "tcp"'
+    )
+    parser.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="stop the job and exit 124 after S seconds"
+    )
+    parser.add_argument(
+        "--store-host", default="127.0.0.1", metavar="H", help="address the rendezvous store listens on"
+    )
+    parser.add_argument(
+        "--store-port", type=int, default=0, metavar="P", help="port of the store (default: any free port)"
+    )
+    parser.add_argument(
+        "--serve-store", action="store_true", help="only run a store for ranks started by other means"
+    )
+    parser.add_argument("--info", action="store_true", help="print the rma and libfabric versions")
+    # -m and -c are listed for --help only; split_argv() handles them.
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a Python module as the ranks")
+    parser.add_argument("-c", dest="code", metavar="CODE", help="run Python code as the ranks")
+    return parser
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str | None]:
+    """Split argv into (launcher options, program argv, kind).
+
+    kind is "-m", "-c", "program" or None (no program).  For -m and -c the
+    program argv starts with the module name or the code.  Anything after
+    the program belongs to the program, even if it looks like an option of
+    rmarun, exactly as with the python command itself.
+    """
+    own: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest = list(argv[i + 1 :])
+            return own, (rest or None), ("program" if rest else None)
+        if arg in ("-m", "-c"):
+            # A missing value is left to argparse, which reports it.
+            if i + 1 >= len(argv):
+                return own + [arg], None, None
+            return own, list(argv[i + 1 :]), arg
+        if arg.startswith(("-m", "-c")) and not arg.startswith("--"):
+            # Python also accepts the glued forms -mmodule and -c'code'.
+            return own, [arg[2:], *argv[i + 1 :]], arg[:2]
+        if arg.startswith("-") and arg != "-":
+            own.append(arg)
+            if arg in _VALUE_OPTIONS and i + 1 < len(argv):
+                own.append(argv[i + 1])
+                i += 1
+            i += 1
+            continue
+        return own, list(argv[i:]), "program"
+    return own, None, None
+
+
+def build_command(kind: str, program: list[str], python: str | None = None) -> list[str]:
+    """Return the argv each rank runs for a program given as split_argv found it.
+
+    Raises FileNotFoundError when a script or program does not exist.
+    """
+    python = python or sys.executable
+    if kind in ("-m", "-c"):
+        return [python, kind, *program]
+    target, args = program[0], program[1:]
+    if target.endswith(".py") and os.path.isfile(target):
+        return [python, target, *args]
+    if shutil.which(target) is None:
+        raise FileNotFoundError(target)
+    return [target, *args]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run rmarun with argv (sys.argv[1:] when None) and return its exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    own, program, kind = split_argv(argv)
+    try:
+        args = parser.parse_args(own)
+    except SystemExit as exc:  # --help, or a usage error already printed
+        return int(exc.code or 0)
+    if args.module is not None or args.code is not None:
+        # Only reachable as "-m" / "-c" glued into another option's value.
+        parser.print_usage(sys.stderr)
+        say("-m and -c must come after rmarun's own options")
+        return 2
+
+    if args.info:
+        return print_info()
+    if args.n is None:
+        parser.print_usage(sys.stderr)
+        say("the number of ranks is required: -n N")
+        return 2
+    if args.n < 1:
+        say(f"the number of ranks must be at least 1, not {args.n}")
+        return 2
+    if args.timeout is not None and args.timeout <= 0:
+        say(f"--timeout must be positive, not {args.timeout:g}")
+        return 2
+
+    try:
+        if args.serve_store:
+            if program is not None:
+                say("--serve-store runs no program; start the ranks by other means")
+                return 2
+            return serve_store(args)
+
+        if program is None:
+            parser.print_usage(sys.stderr)
+            say("nothing to run: give a script, -m module, -c code or a program")
+            return 2
+        try:
+            command = build_command(kind, program)
+        except FileNotFoundError as exc:
+            what = "no such file" if str(exc).endswith(".py") else "command not found"
+            say(f"{what}: {exc}")
+            return 127
+        return Job(args, command).run()
+    except BootstrapError as exc:
+        say(str(exc))
+        return 1
+

@@ -1,0 +1,243 @@
+"""Run the ranks of one job until they all exit, and make sure that nothing of it outlives it.
+
+When one rank fails, the others are stopped, and rmarun exits with the failed rank's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .._job.shm_files import cleanup_shm_files
+from .._job.spawn import describe_exit, exit_status, killpg, live_groups, rank_environment, start_rank
+from .._job.store_server import StoreServer
+from .output import PROG, Output, relay, say
+from .signals import SignalForwarder
+
+__all__ = ["Job"]
+
+# Seconds between the polite signal and SIGKILL when stopping ranks.
+KILL_GRACE = 3.0
+# Lines of each rank's stderr kept for the failure summary.
+TAIL_LINES = 200
+
+
+class _Rank:
+    """Hold one started rank: its process, output relays and stderr tail."""
+
+    def __init__(self, rank: int, proc: subprocess.Popen):
+        self.rank = rank
+        self.proc = proc
+        self.pid = proc.pid
+        self.returncode: int | None = None
+        self.tail: collections.deque[bytes] = collections.deque(maxlen=TAIL_LINES)
+        self.threads: list[threading.Thread] = []
+
+
+class Job:
+    """Run N ranks of one command until they all exit, and clean up after them."""
+
+    def __init__(self, args: argparse.Namespace, command: list[str]):
+        self.args = args
+        self.command = command
+        self.size: int = args.n
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.ranks: list[_Rank] = []
+        out_lock = threading.Lock()
+        # Both streams share one lock so that lines of different ranks, and
+        # rmarun's own messages, never interleave mid-line.
+        self.stdout = Output(sys.stdout, out_lock)
+        self.stderr = Output(sys.stderr, out_lock)
+        self.died_per_store: set[int] = set()
+        # Whether other ranks were still running when the first one failed.
+        self.stopped_others = False
+
+    def _on_rank_exit(self, rank: int, clean: bool) -> None:
+        # Informative only: the process exit status is what decides.
+        if not clean:
+            self.died_per_store.add(rank)
+
+    def _environment(self, rank: int, store_address: str, secret: str) -> dict[str, str]:
+        env = rank_environment(rank, self.size, store_address, secret, self.args.provider)
+        env["RMA_LAUNCHER"] = PROG
+        return env
+
+    def _wait(self, rank: _Rank) -> None:
+        rank.proc.wait()
+        self.events.put(("exit", rank.rank, rank.proc.returncode))
+
+    def _start_rank(self, index: int, env: dict[str, str]) -> _Rank:
+        # A Ctrl-C on the terminal reaches only rmarun, which forwards it (see spawn.py).
+        proc = start_rank(self.command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        rank = _Rank(index, proc)
+        prefix = f"[{index}] ".encode() if self.args.tag_output else None
+        for target, args in (
+            (relay, (proc.stdout, self.stdout, prefix, None)),
+            (relay, (proc.stderr, self.stderr, prefix, rank.tail)),
+            (self._wait, (rank,)),
+        ):
+            thread = threading.Thread(target=target, args=args, name=f"rmarun-rank{index}", daemon=True)
+            thread.start()
+            rank.threads.append(thread)
+        return rank
+
+    def _signal_all(self, sig: int) -> None:
+        for rank in self.ranks:
+            killpg(rank.pid, sig)
+
+    def run(self) -> int:
+        """Run the job and return rmarun's exit status."""
+        server = StoreServer(
+            self.size,
+            host=self.args.store_host,
+            port=self.args.store_port,
+            on_rank_exit=self._on_rank_exit,
+        )
+        try:
+            server.start()
+            with SignalForwarder(self.events):
+                try:
+                    return self._run(server)
+                finally:
+                    # Whatever happened (even an exception in rmarun itself),
+                    # leave no process of the job behind.
+                    self._signal_all(signal.SIGKILL)
+                    for rank in self.ranks:
+                        if rank.proc.poll() is None:
+                            try:
+                                rank.proc.wait(timeout=KILL_GRACE)
+                            except subprocess.TimeoutExpired:
+                                pass
+        finally:
+            server.close()
+            cleanup_shm_files(rank.pid for rank in self.ranks)
+
+    def _run(self, server: StoreServer) -> int:
+        store_address = server.reachable_address
+        for index in range(self.size):
+            try:
+                rank = self._start_rank(index, self._environment(index, store_address, server.secret))
+            except OSError as exc:
+                say(f"cannot start rank {index} ({shlex.join(self.command)}): {exc.strerror or exc}")
+                self._stop(signal.SIGTERM)
+                self._wait_for_exits(set(r.rank for r in self.ranks))
+                return 127 if isinstance(exc, FileNotFoundError) else 126
+            self.ranks.append(rank)
+
+        running = set(range(self.size))
+        cause: _Rank | None = None
+        exit_code: int | None = None
+        stopping = False
+        kill_at: float | None = None
+        deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
+
+        while running:
+            now = time.monotonic()
+            wake = [t for t in (kill_at, None if stopping else deadline) if t is not None]
+            try:
+                kind, who, value = self.events.get(timeout=max(0.0, min(wake) - now) if wake else None)
+            except queue.Empty:
+                now = time.monotonic()
+                if kill_at is not None and now >= kill_at:
+                    self._signal_all(signal.SIGKILL)
+                    kill_at = None
+                elif deadline is not None and not stopping and now >= deadline:
+                    say(
+                        f"timeout after {self.args.timeout:g} s; ranks still running: "
+                        + ", ".join(map(str, sorted(running)))
+                    )
+                    exit_code = 124
+                    stopping, kill_at = True, self._stop(signal.SIGTERM)
+                continue
+
+            if kind == "exit":
+                rank = self.ranks[who]
+                rank.returncode = value
+                running.discard(who)
+                if value != 0 and not stopping:
+                    # The first rank to fail on its own is the cause; the
+                    # exits of ranks rmarun stops afterwards are not failures.
+                    cause, exit_code = rank, exit_status(value)
+                    self.stopped_others = bool(running)
+                    stopping, kill_at = True, self._stop(signal.SIGTERM)
+            elif kind == "signal":
+                if not stopping:
+                    name = signal.Signals(who).name
+                    say(f"got {name}; stopping all ranks")
+                    exit_code = 128 + who
+                    # Forward the same signal, so that e.g. a rank gets its
+                    # KeyboardInterrupt as under a plain python command.
+                    stopping, kill_at = True, self._stop(who)
+                else:
+                    # A second Ctrl-C: the user wants out now.
+                    self._signal_all(signal.SIGKILL)
+                    kill_at = None
+
+        self._reap_groups(kill_at if stopping else None)
+        self._finish_relays()
+        if cause is not None:
+            self._report(cause)
+        return exit_code or 0
+
+    def _stop(self, sig: int) -> float:
+        """Signal every rank's group; return when to send SIGKILL."""
+        self._signal_all(sig)
+        return time.monotonic() + KILL_GRACE
+
+    def _wait_for_exits(self, ranks: set[int]) -> None:
+        """Wait (at most the kill grace period, then SIGKILL) until `ranks` exited."""
+        kill_at = time.monotonic() + KILL_GRACE
+        while ranks:
+            try:
+                kind, who, _ = self.events.get(timeout=max(0.0, kill_at - time.monotonic()))
+            except queue.Empty:
+                self._signal_all(signal.SIGKILL)
+                kill_at = time.monotonic() + KILL_GRACE
+                continue
+            if kind == "exit":
+                ranks.discard(who)
+
+    def _reap_groups(self, kill_at: float | None) -> None:
+        """Make sure no process of any rank's group survives the ranks themselves.
+
+        While a stop is under way, the children of ranks get the rest of the
+        grace period to exit on the signal they got; otherwise (the ranks
+        are all gone) whatever they left behind is killed at once.
+        """
+        while kill_at is not None and time.monotonic() < kill_at:
+            if not live_groups(rank.pid for rank in self.ranks):
+                return
+            time.sleep(0.02)
+        self._signal_all(signal.SIGKILL)
+
+    def _finish_relays(self) -> None:
+        """Wait until the ranks' remaining output has been relayed."""
+        # A process that escaped its group (a new session) may keep a pipe
+        # open forever; do not wait for it beyond a moment.
+        deadline = time.monotonic() + 2.0
+        for rank in self.ranks:
+            for thread in rank.threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _report(self, cause: _Rank) -> None:
+        """Print the failure summary: which rank failed and the end of its stderr."""
+        lines = [
+            f"{PROG}: rank {cause.rank} failed ({describe_exit(cause.returncode)})"
+            + ("; stopping the other ranks" if self.stopped_others else ""),
+            f"{PROG}: ---- rank {cause.rank} stderr (last lines) ----",
+        ]
+        text = "\n".join(lines) + "\n"
+        tail = b"".join(cause.tail)
+        if tail and not tail.endswith(b"\n"):
+            tail += b"\n"
+        if not tail:
+            tail = b"(no output on stderr)\n"
+        end = f"{PROG}: ---- end of rank {cause.rank} stderr ----\n"
+        self.stderr.write(text.encode() + tail + end.encode())
