@@ -20,7 +20,15 @@ import numpy as np
 
 SIZES = [8, 64, 512, 4096, 32768, 65536, 262144, 1048576, 2097152, 16777216]
 LATENCY_CASES = ["put", "get", "accumulate", "lock_put_unlock"]
-SINGLE_CASES = ["fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier"]
+SINGLE_CASES = [
+    "fetch_and_op",
+    "compare_and_swap",
+    "fence_empty",
+    "fence_put",
+    "pscw_put",
+    "win_create_free",
+    "barrier",
+]
 BANDWIDTH_CASES = ["put_bw", "get_bw"]
 WINDOW = 64
 
@@ -187,8 +195,12 @@ def run_case(b, case: str, size: int) -> float | None:
         b.barrier()
         if origin:
             if case == "lock_put_unlock":
+
                 def step():
-                    b.lock(win, 1); b.put(win, data, 1); b.unlock(win, 1)
+                    b.lock(win, 1)
+                    b.put(win, data, 1)
+                    b.unlock(win, 1)
+
                 result = timed(step, count)
             else:
                 b.lock_all(win)
@@ -200,10 +212,12 @@ def run_case(b, case: str, size: int) -> float | None:
                     result = timed(lambda: (b.accumulate(win, data, 1), b.flush(win, 1)), count)
                 else:  # bandwidth: WINDOW operations, then one flush
                     call = b.put if case == "put_bw" else b.get
+
                     def burst():
                         for _ in range(WINDOW):
                             call(win, data, 1)
                         b.flush(win, 1)
+
                     result = size * WINDOW / timed(burst, max(5, count // WINDOW))
                 b.unlock_all(win)
         b.barrier()
@@ -227,11 +241,16 @@ def run_case(b, case: str, size: int) -> float | None:
         b.fence(win)
         result = timed(lambda: (b.put(win, value, 1) if origin else None, b.fence(win)), 1000)
     elif case == "pscw_put":
+
         def epoch():
             if origin:
-                b.start(win, [1]); b.put(win, value, 1); b.complete(win)
+                b.start(win, [1])
+                b.put(win, value, 1)
+                b.complete(win)
             else:
-                b.post(win, [0]); b.wait(win)
+                b.post(win, [0])
+                b.wait(win)
+
         result = timed(epoch, 1000)
     elif case == "win_create_free":
         result = timed(lambda: b.free(b.allocate(4096)), 200)

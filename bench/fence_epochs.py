@@ -73,7 +73,10 @@ def main() -> None:
     for provider in ("shm", "tcp"):
         out = subprocess.run(
             [sys.executable, "-m", "rma", "-n", "2", "--provider", provider, sys.executable, "-c", JOB],
-            capture_output=True, text=True, timeout=600, check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
         )
         print(f"| {provider} | {out.stdout.strip()} |", flush=True)
 

@@ -105,9 +105,19 @@ def core_bench() -> list[dict]:
         ninja = shutil.which("ninja", path=str(bin_dir))
         generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
         subprocess.run(
-            [cmake, "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
-             "-DRMA_BUILD_PYTHON=OFF", "-DRMA_BUILD_BENCH=ON"],
-            check=True, capture_output=True,
+            [
+                cmake,
+                "-S",
+                str(ROOT),
+                "-B",
+                str(build),
+                *generator,
+                "-DCMAKE_BUILD_TYPE=Release",
+                "-DRMA_BUILD_PYTHON=OFF",
+                "-DRMA_BUILD_BENCH=ON",
+            ],
+            check=True,
+            capture_output=True,
         )
     # Every time: an incremental build, so the column never measures an old core.
     subprocess.run([cmake, "--build", str(build), "--target", "core_bench"], check=True, capture_output=True)
@@ -121,7 +131,8 @@ def c_mpi_bench(python: Path, package: str) -> list[dict]:
     binary.parent.mkdir(parents=True, exist_ok=True)
     built = subprocess.run(
         [str(bin_dir / "mpicc"), "-O2", "-o", str(binary), str(HERE / "cpp" / "mpi_bench.c")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     if built.returncode != 0:
         say(f"cannot build the C benchmark with {package}'s mpicc: skipping its C column")
@@ -171,8 +182,10 @@ def main() -> None:
             results = run_job(job) + run_job(contended)
             for result in results:
                 values.setdefault((result["case"], result["size"], name), []).append(result["value"])
-            say(f"repetition {repetition}/{args.repetitions}: {name} ({len(results)} results, "
-                f"{time.monotonic() - started:.1f} s; {time.monotonic() - began:.0f} s so far)")
+            say(
+                f"repetition {repetition}/{args.repetitions}: {name} ({len(results)} results, "
+                f"{time.monotonic() - started:.1f} s; {time.monotonic() - began:.0f} s so far)"
+            )
     for result in core_bench():
         values.setdefault((result["case"], result["size"], CORE), []).append(result["value"])
     for column, (python, package) in c_systems.items():
@@ -207,8 +220,11 @@ def write_results(values, ceiling, names) -> None:
             if c_best and CORE in row:
                 row["core / best C MPI"] = row[CORE] / min(c_best)
             rows.append(row)
-    columns = (["case", "size"] + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
-               + ["memcpy", "rma / best mpi4py", "core / best C MPI"])
+    columns = (
+        ["case", "size"]
+        + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
+        + ["memcpy", "rma / best mpi4py", "core / best C MPI"]
+    )
     with open(RESULTS / "results.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -235,7 +251,11 @@ def markdown_table(rows, names, mpis) -> str:
         cells = [TITLES[row["case"]], _size(row["size"]) if row["case"] not in SINGLE else "8 B"]
         for name in names:
             value = row.get(name)
-            spread = f" ({fmt(row['case'], row[name + ' min'])}-{fmt(row['case'], row[name + ' max'])})" if value is not None else ""
+            spread = (
+                f" ({fmt(row['case'], row[name + ' min'])}-{fmt(row['case'], row[name + ' max'])})"
+                if value is not None
+                else ""
+            )
             cells.append(fmt(row["case"], value) + spread if value is not None else "")
         cells.append(fmt(row["case"], row.get("memcpy")))
         ratio = row.get("rma / best mpi4py")
@@ -256,7 +276,16 @@ def markdown_table(rows, names, mpis) -> str:
 
 
 WITHOUT_PYTHON = [CORE, *C_COLUMNS.values()]
-SINGLE = {"fetch_and_op", "compare_and_swap", "fence_empty", "fence_put", "pscw_put", "win_create_free", "barrier", "contended_fetch_and_op"}
+SINGLE = {
+    "fetch_and_op",
+    "compare_and_swap",
+    "fence_empty",
+    "fence_put",
+    "pscw_put",
+    "win_create_free",
+    "barrier",
+    "contended_fetch_and_op",
+}
 
 
 def _size(size: int) -> str:

@@ -23,7 +23,13 @@ import rma
 
 PAYLOAD = 12
 RECORD = np.dtype(
-    [("version", np.int32), ("writer", np.int32), ("seq", np.int32), ("payload", np.int32, PAYLOAD), ("check", np.int32)]
+    [
+        ("version", np.int32),
+        ("writer", np.int32),
+        ("seq", np.int32),
+        ("payload", np.int32, PAYLOAD),
+        ("check", np.int32),
+    ]
 )  # 64 bytes
 
 

@@ -73,7 +73,7 @@ def test_ranks_started_by_another_launcher_join(store, provider):
 def test_wrong_secret_is_refused(store):
     code = "rma.init()"
     processes = start_ranks(code, 1, store, secret="not-the-secret")
-    (status, _, err), = finish(processes)
+    ((status, _, err),) = finish(processes)
     assert status != 0
     assert "BootstrapError" in err and "wrong job secret" in err
 
@@ -184,7 +184,9 @@ def test_ranks_must_agree_on_the_transport():
 def test_a_transport_setting_that_does_not_exist_stops_init():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_"))}
     env["RMA_TRANSPORT"] = "shm"
-    out = subprocess.run([sys.executable, "-c", "import rma; rma.init()"], env=env, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", "import rma; rma.init()"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert out.returncode != 0
     assert "BootstrapError" in out.stderr and "RMA_TRANSPORT='shm': use auto, shared-memory or libfabric" in out.stderr
 
@@ -203,8 +205,15 @@ def rmarun(*args, timeout=60):
 
 @pytest.mark.parametrize("provider", ["shm", "tcp"])
 def test_rmarun_allgather_on_four_ranks(provider):
-    out = rmarun("-n", "4", "--provider", provider, sys.executable, "-c",
-                 "import rma; c = rma.init(); print(c.rank, c.allgather(c.rank))")
+    out = rmarun(
+        "-n",
+        "4",
+        "--provider",
+        provider,
+        sys.executable,
+        "-c",
+        "import rma; c = rma.init(); print(c.rank, c.allgather(c.rank))",
+    )
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.splitlines()) == [f"{r} [0, 1, 2, 3]" for r in range(4)]
 
@@ -248,8 +257,9 @@ def test_ranks_stop_when_rmarun_is_killed(tmp_path):
         open(os.path.join({str(tmp_path)!r}, str(os.getpid())), "w").close()
         time.sleep(60)
     """)
-    launcher = subprocess.Popen([sys.executable, "-m", "rma", "-n", "3", "-c", code],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "rma", "-n", "3", "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 20
         while len(os.listdir(tmp_path)) < 3 and time.monotonic() < deadline:

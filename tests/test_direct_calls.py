@@ -271,7 +271,7 @@ def test_python_numbers_as_single_operands(comm):
         ints.fetch_and_op(2, small, 0)
         floats.fetch_and_op(0.5, real, 0)
         floats.fetch_and_op(1, real, 0, op=rma.SUM)  # an int into a float32 window
-        ints.compare_and_swap(7, 0, small, 0, 1)      # one rank wins
+        ints.compare_and_swap(7, 0, small, 0, 1)  # one rank wins
     comm.barrier()
     if comm.rank == 0:
         assert ints.local[0] == 2 * comm.size

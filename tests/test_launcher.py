@@ -235,9 +235,7 @@ def test_tag_output_prefixes_every_line():
 
 def test_output_is_relayed_as_bytes_without_tags():
     code = "import sys; sys.stdout.buffer.write(b'\\xff\\xfe binary\\n'); sys.stdout.buffer.write(b'tail')"
-    with subprocess.Popen(
-        [*RMARUN, "-n", "1", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as proc:
+    with subprocess.Popen([*RMARUN, "-n", "1", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         out, err = proc.communicate(timeout=WAIT)
     assert proc.returncode == 0, err
     assert out == b"\xff\xfe binary\ntail"
@@ -252,9 +250,7 @@ def test_script_arguments_reach_the_script(tmp_path):
 
 
 def test_module_form(tmp_path):
-    (tmp_path / "rmarun_test_mod.py").write_text(
-        "import os, sys; print('mod', os.environ['RMA_RANK'], sys.argv[1:])\n"
-    )
+    (tmp_path / "rmarun_test_mod.py").write_text("import os, sys; print('mod', os.environ['RMA_RANK'], sys.argv[1:])\n")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
     result = rmarun("-n", "2", "-m", "rmarun_test_mod", "x", "-n", "9", env=env)

@@ -331,7 +331,10 @@ else:
 """
     out = subprocess.run(
         [sys.executable, "-m", "rma", "-n", "2", "--tag-output", "-c", code],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "RMA_TIMEOUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "RMA_TIMEOUT": "1"},
     )
     assert "[1] gave up" in out.stdout, out.stdout + out.stderr
     assert "[0] relocked True" in out.stdout, out.stdout + out.stderr

@@ -120,9 +120,7 @@ def test_nprocs_list_runs_once_per_size(project):
     for n in (1, 2, 3):
         result.stdout.fnmatch_lines([f"*test_ranks?nprocs={n}? PASSED*"])
         # Each item ran on as many ranks as its id says.
-        result.stdout.fnmatch_lines(
-            [f"*_ test_ranks?nprocs={n}? _*", "*Captured stdout rank 0 call*", f"size={n}"]
-        )
+        result.stdout.fnmatch_lines([f"*_ test_ranks?nprocs={n}? _*", "*Captured stdout rank 0 call*", f"size={n}"])
     # A scalar nprocs adds no id.
     result.stdout.fnmatch_lines(["*test_sizes.py::test_scalar PASSED*"])
 
@@ -224,7 +222,9 @@ def test_pool_that_cannot_start(project):
     )
     result, _ = project.run()
     result.assert_outcomes(failed=2, passed=1)
-    result.stdout.fnmatch_lines(["*could not start 2 rank(s) with provider *no-such-provider*", "*failed to join the job*", "Traceback*"])
+    result.stdout.fnmatch_lines(
+        ["*could not start 2 rank(s) with provider *no-such-provider*", "*failed to join the job*", "Traceback*"]
+    )
     # The second test does not try again.
     result.stdout.fnmatch_lines(["*the pool of 2 rank(s) with provider *failed to start earlier in this session*"])
 

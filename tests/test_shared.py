@@ -88,9 +88,7 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-@pytest.mark.skipif(
-    os.environ.get("RMA_TRANSPORT") == "libfabric", reason="libfabric windows' waits poll the fabric"
-)
+@pytest.mark.skipif(os.environ.get("RMA_TRANSPORT") == "libfabric", reason="libfabric windows' waits poll the fabric")
 @pytest.mark.rma(nprocs=8, providers=["shm"], timeout=60)
 @pytest.mark.parametrize("waiting_in", ["lock", "wait"])
 def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
@@ -153,7 +151,10 @@ wins[0].fence()
 """
     out = subprocess.run(
         [sys.executable, "-m", "rma", "-n", "3", "-c", code],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "RMA_TIMEOUT": "20"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "RMA_TIMEOUT": "20"},
     )
     pids = [int(line.split()[1]) for line in out.stdout.splitlines() if line.startswith("pid")]
     assert len(pids) == 3, out.stdout + out.stderr
@@ -170,7 +171,7 @@ def test_create_windows_copy_between_processes(comm):
     peer = (comm.rank + 1) % comm.size
     block = np.arange(24.0).reshape(4, 6) + 100 * comm.rank
     with win.fence():
-        win.put(block[0], peer, 0)                        # one row (the fast path)
+        win.put(block[0], peer, 0)  # one row (the fast path)
         win.put(block[1:3, ::2].copy(), peer, target=np.s_[1:3, ::2])  # strided
     left = (comm.rank - 1) % comm.size
     expected = np.full((4, 6), -1.0)

@@ -13,8 +13,21 @@ EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
 _EXPECTED_TRANSPORT = "libfabric" if os.environ.get("RMA_TRANSPORT") == "libfabric" else "shared-memory"
 SENTINEL = -7
 
-DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-          "float32", "float64", "complex64", "complex128"]
+DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 INTEGERS = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
 # Which ops apply to which dtypes, as API.md states it (the test's own table, not the library's).
 FITS = {
@@ -71,15 +84,15 @@ def test_every_target_form(comm):
     win = rma.Window.allocate(comm, (4, 6, 5), np.float64)
     shape = win.shape
     forms = [
-        np.s_[2:10:2],        # a stepped slice of the first axis... of a 3-D window
-        np.s_[1],             # an integer: a 2-D plane
-        np.s_[:, 3],          # rows of a column plane
-        np.s_[:, :, 4],       # a column
+        np.s_[2:10:2],  # a stepped slice of the first axis... of a 3-D window
+        np.s_[1],  # an integer: a 2-D plane
+        np.s_[:, 3],  # rows of a column plane
+        np.s_[:, :, 4],  # a column
         np.s_[1:3, 2:5, 1:4],  # a sub-block
         np.s_[::-1, 0, ::2],  # reversed and stepped
-        np.s_[3, 5, 4],       # one element
-        np.s_[..., 0],        # Ellipsis
-        np.s_[2:2],           # empty
+        np.s_[3, 5, 4],  # one element
+        np.s_[..., 0],  # Ellipsis
+        np.s_[2:2],  # empty
     ]
     right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
     reference = np.zeros(shape)

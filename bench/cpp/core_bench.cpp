@@ -2,11 +2,11 @@
 // of one host (a shared-memory window, as Window.allocate makes there): the difference to the
 // Python column is the Python layer's cost.
 // Prints the same JSON lines as bench/cases.py.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "fork_job.hpp"
@@ -47,39 +47,44 @@ int bench(int rank, const fork_job::Exchange& exchange) {
     std::vector<std::byte> data(4096);
     for (size_t size : {8, 64, 512, 4096}) {
       auto region = rma::Region::contiguous(0, size, 1);
-      report("put", size, median_seconds(2000, [&] { if (!window->put_direct(1, data.data(), 0, size)) window->put(1, data.data(), region);
-        if (!window->flush_direct(1)) window->flush(1); }));
-      report("get", size, median_seconds(2000, [&] { if (!window->get_direct(1, data.data(), 0, size)) window->get(1, data.data(), region);
-        if (!window->flush_direct(1)) window->flush(1); }));
+      report("put", size, median_seconds(2000, [&] {
+               if (!window->put_direct(1, data.data(), 0, size)) window->put(1, data.data(), region);
+               if (!window->flush_direct(1)) window->flush(1);
+             }));
+      report("get", size, median_seconds(2000, [&] {
+               if (!window->get_direct(1, data.data(), 0, size)) window->get(1, data.data(), region);
+               if (!window->flush_direct(1)) window->flush(1);
+             }));
       auto words = rma::Region::contiguous(0, size, 8);
       report("accumulate", size, median_seconds(2000, [&] {
-        if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), nullptr, 0, size)) {
-          window->accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), words);
-        }
-        if (!window->flush_direct(1)) window->flush(1);
-      }));
+               if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), nullptr,
+                                                  0, size)) {
+                 window->accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, data.data(), words);
+               }
+               if (!window->flush_direct(1)) window->flush(1);
+             }));
     }
     int64_t one = 1, zero = 0, fetched = 0;
     auto element = rma::Region::contiguous(0, 8, 8);
     report("fetch_and_op", 8, median_seconds(2000, [&] {
-      if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, 0, 8)) {
-        window->get_accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, element);
-      }
-      if (!window->flush_direct(1)) window->flush(1);
-    }));
+             if (!window->get_accumulate_direct(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, 0, 8)) {
+               window->get_accumulate(1, rma::ReduceOp::Sum, rma::ElementType::Int64, &one, &fetched, element);
+             }
+             if (!window->flush_direct(1)) window->flush(1);
+           }));
     report("compare_and_swap", 8, median_seconds(2000, [&] {
-      if (!window->compare_and_swap_direct(1, rma::ElementType::Int64, &one, &zero, &fetched, 0)) {
-        window->compare_and_swap(1, rma::ElementType::Int64, &one, &zero, &fetched, element);
-      }
-      if (!window->flush_direct(1)) window->flush(1);
-    }));
+             if (!window->compare_and_swap_direct(1, rma::ElementType::Int64, &one, &zero, &fetched, 0)) {
+               window->compare_and_swap(1, rma::ElementType::Int64, &one, &zero, &fetched, element);
+             }
+             if (!window->flush_direct(1)) window->flush(1);
+           }));
     window->unlock_all();
     auto eight_bytes = rma::Region::contiguous(0, 8, 1);
     report("lock_put_unlock", 8, median_seconds(2000, [&] {
-      window->lock(1, rma::kLockExclusive, 0);
-      if (!window->put_direct(1, data.data(), 0, 8)) window->put(1, data.data(), eight_bytes);
-      window->unlock(1);
-    }));
+             window->lock(1, rma::kLockExclusive, 0);
+             if (!window->put_direct(1, data.data(), 0, 8)) window->put(1, data.data(), eight_bytes);
+             window->unlock(1);
+           }));
   }
   // The collective cases: both ranks take part, rank 0 reports.
   world->barrier();

@@ -26,14 +26,14 @@ static void report(int rank, const char* name, int size, double seconds) {
 }
 
 /* Times COUNT runs of the statement into samples[], then reports the median. */
-#define TIMED(rank, name, size, statement)          \
-  do {                                              \
-    for (int i_ = 0; i_ < COUNT; ++i_) {            \
-      double began_ = MPI_Wtime();                  \
-      statement;                                    \
-      samples[i_] = MPI_Wtime() - began_;           \
-    }                                               \
-    report(rank, name, size, median());             \
+#define TIMED(rank, name, size, statement) \
+  do {                                     \
+    for (int i_ = 0; i_ < COUNT; ++i_) {   \
+      double began_ = MPI_Wtime();         \
+      statement;                           \
+      samples[i_] = MPI_Wtime() - began_;  \
+    }                                      \
+    report(rank, name, size, median());    \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
       TIMED(rank, "accumulate", size,
             (MPI_Accumulate(data, size / 8, MPI_LONG, 1, 0, size / 8, MPI_LONG, MPI_SUM, win), MPI_Win_flush(1, win)));
     }
-    TIMED(rank, "fetch_and_op", 8, (MPI_Fetch_and_op(&one, &fetched, MPI_LONG, 1, 0, MPI_SUM, win), MPI_Win_flush(1, win)));
+    TIMED(rank, "fetch_and_op", 8,
+          (MPI_Fetch_and_op(&one, &fetched, MPI_LONG, 1, 0, MPI_SUM, win), MPI_Win_flush(1, win)));
     TIMED(rank, "compare_and_swap", 8,
           (MPI_Compare_and_swap(&one, &zero, &fetched, MPI_LONG, 1, 0, win), MPI_Win_flush(1, win)));
     MPI_Win_unlock_all(win);
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
         ((rank == 0 ? MPI_Put(data, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win) : 0), MPI_Win_fence(0, win)));
   MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
   if (rank == 0) {
-    TIMED(rank, "pscw_put", 8,
-          (MPI_Win_start(peer_group, 0, win), MPI_Put(data, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win), MPI_Win_complete(win)));
+    TIMED(
+        rank, "pscw_put", 8,
+        (MPI_Win_start(peer_group, 0, win), MPI_Put(data, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win), MPI_Win_complete(win)));
   } else {
     TIMED(rank, "pscw_put", 8, (MPI_Win_post(peer_group, 0, win), MPI_Win_wait(win)));
   }

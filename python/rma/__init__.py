@@ -63,7 +63,10 @@ _LAZY = {
     "PROC_NULL": ".ops",
     "LOCK_EXCLUSIVE": ".ops",
     "LOCK_SHARED": ".ops",
-    **{name: ".ops" for name in ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP")},
+    **{
+        name: ".ops"
+        for name in ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP")
+    },
 }
 
 __all__ = [
@@ -81,7 +84,18 @@ __all__ = [
     "PROC_NULL",
     "LOCK_EXCLUSIVE",
     "LOCK_SHARED",
-    "SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP",
+    "SUM",
+    "PROD",
+    "MIN",
+    "MAX",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "REPLACE",
+    "NO_OP",
     "RMAError",
     "EpochError",
     "TargetRangeError",

@@ -25,7 +25,11 @@ def from_text(line: str) -> inspect.Signature:
     positional = arguments.posonlyargs + arguments.args
     defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
     for index, (node, default) in enumerate(zip(positional, defaults)):
-        kind = inspect.Parameter.POSITIONAL_ONLY if index < len(arguments.posonlyargs) else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        kind = (
+            inspect.Parameter.POSITIONAL_ONLY
+            if index < len(arguments.posonlyargs)
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
         add(node, kind, default)
     for node, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
         add(node, inspect.Parameter.KEYWORD_ONLY, default)

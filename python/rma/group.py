@@ -57,9 +57,7 @@ class Group:
     def _position(self, member: int, call: str) -> int:
         member = _as_index(member)
         if not 0 <= member < len(self._ranks):
-            raise ValueError(
-                f"rma.Group.{call}: member {member} is not in a group of size {len(self._ranks)}"
-            )
+            raise ValueError(f"rma.Group.{call}: member {member} is not in a group of size {len(self._ranks)}")
         return member
 
     def __len__(self) -> int:

@@ -107,16 +107,16 @@ class Window(_core.Window):
         """Return a direct load/store view of `rank`'s memory (allocate_shared windows)."""
         rank = self._rank(rank, "shared")
         if self._flavor != "shared":
-            raise RMAError(f"rma: win.shared: only a window from Window.allocate_shared has it, not this {self._flavor} one")
+            raise RMAError(
+                f"rma: win.shared: only a window from Window.allocate_shared has it, not this {self._flavor} one"
+            )
         if rank == self._comm.rank:
             return self._local
         shape, dtype, _ = self._layout[rank]
         return np.frombuffer(self._core.segment(rank), dtype=np.uint8).view(dtype).reshape(shape)
 
     @classmethod
-    def create(
-        cls, comm: Comm, array: np.ndarray, *, disp_unit: int | None = None, info: dict | None = None
-    ) -> Window:
+    def create(cls, comm: Comm, array: np.ndarray, *, disp_unit: int | None = None, info: dict | None = None) -> Window:
         """Return a window over `array` (writable, C-contiguous), which the window keeps alive.
 
         Collective over `comm`.
@@ -310,7 +310,9 @@ class Window(_core.Window):
             if not np.array_equal(converted, array):
                 raise ValueError(f"rma: win.{call}: the origin's values do not fit {dtype}")
             return converted
-        raise TypeError(f"rma: win.{call}: the origin must be an array, a number or a list of numbers, not {type(value).__name__}")
+        raise TypeError(
+            f"rma: win.{call}: the origin must be an array, a number or a list of numbers, not {type(value).__name__}"
+        )
 
     # ---- helpers ----
 

@@ -28,8 +28,8 @@ bool is_enum_constant(PyObject* value) {
 void match(const Parameters& p, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots) {
   for (int i = 0; i < p.count; ++i) slots[i] = nullptr;
   if (nargs > p.positional) {
-    PyErr_Format(PyExc_TypeError, "win.%s() takes at most %d positional argument%s (%zd given)", p.method,
-                 p.positional, p.positional == 1 ? "" : "s", nargs);
+    PyErr_Format(PyExc_TypeError, "win.%s() takes at most %d positional argument%s (%zd given)", p.method, p.positional,
+                 p.positional == 1 ? "" : "s", nargs);
     throw py::error_already_set();
   }
   for (Py_ssize_t i = 0; i < nargs; ++i) slots[i] = args[i];
@@ -78,8 +78,7 @@ bool is_array(PyObject* value) { return py::detail::npy_api::get().PyArray_Check
 void check_plain(PyObject* dtype, const char* call, const char* role) {
   auto described = py::reinterpret_borrow<py::dtype>(dtype);
   if ((described.flags() & 0x01 /* NPY_ITEM_REFCOUNT: holds Python objects */) != 0 || described.itemsize() == 0) {
-    type_error(std::string("rma: win.") + call + ": " + role + " dtype " +
-               py::str(described).cast<std::string>() +
+    type_error(std::string("rma: win.") + call + ": " + role + " dtype " + py::str(described).cast<std::string>() +
                " holds Python objects or has no size; windows take plain fixed-size data");
   }
 }
@@ -97,9 +96,8 @@ Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expect
     out.type = constants::element_type_of(dtype);
   } else {
     check_plain(dtype, call, role);
-    type_error(std::string("rma: win.") + call + ": " + role + " dtype " +
-               py::str(dtype).cast<std::string>() + " does not match the target window's " +
-               py::str(expected).cast<std::string>());
+    type_error(std::string("rma: win.") + call + ": " + role + " dtype " + py::str(dtype).cast<std::string>() +
+               " does not match the target window's " + py::str(expected).cast<std::string>());
   }
   if (writable && (header->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) == 0) {
     throw rma::UsageError(std::string("rma: win.") + call + ": the " + role + " array is not writable");
@@ -198,8 +196,7 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
       }
       return true;
     }
-    default:
-      return false;  // raw bytes: the general conversion (Python)
+    default: return false;  // raw bytes: the general conversion (Python)
   }
 }
 

@@ -31,8 +31,7 @@ struct Parameters {
 
 // Fills slots[i] (borrowed, null when absent) from a vectorcall's arguments, as Python would,
 // with Python's own errors (TypeError: missing, unexpected or doubled arguments).
-void match(const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-           PyObject** slots);
+void match(const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots);
 
 // An int argument (int, or anything with __index__ such as NumPy integers; not a bool, and
 // not an rma.Op, Mode or LockType): its value. what: "target_disp", for the message.
@@ -65,8 +64,8 @@ void check_plain(PyObject* dtype, const char* call, const char* role);
 // array as an operand of a call to `target`, which must be of `expected` dtype unless
 // raw_ok (a raw window addressed by displacement). C-contiguous arrays are used in place,
 // others copied (origins) or given a contiguous stand-in (results, copied back later).
-Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expected, bool raw_ok,
-                   bool writable, const char* call, const char* role);
+Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expected, bool raw_ok, bool writable,
+                   const char* call, const char* role);
 // A Python number (int, float, complex, bool) as one element of `type`, when that is the
 // documented conversion: bool only into bool, ints into integers (ValueError if it does not
 // fit) and into floats or complex, floats into floats or complex, complex into complex.

@@ -42,9 +42,7 @@ PyObject* get_doc(PyObject* self, void*) {
 
 PyObject* get_name(PyObject* self, void*) { return PyUnicode_FromString(as_method(self)->spec->name); }
 
-PyObject* get_qualname(PyObject* self, void*) {
-  return PyUnicode_FromFormat("Window.%s", as_method(self)->spec->name);
-}
+PyObject* get_qualname(PyObject* self, void*) { return PyUnicode_FromFormat("Window.%s", as_method(self)->spec->name); }
 
 // inspect.Signature of the text signature, built by rma's Python side (which can evaluate
 // defaults such as rma.Op.SUM).

@@ -7,7 +7,7 @@
 #include <Python.h>
 
 // The function of a method: self, then the call's other arguments (vectorcall convention).
-using MethodFunction = PyObject* (*)(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+using MethodFunction = PyObject* (*)(PyObject * self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
 
 struct MethodSpec {
   const char* name;

@@ -79,6 +79,5 @@ void register_communicator(py::module_& m) {
              }
              return to_python(items);
            })
-      .def("split", &Communicator::split, py::arg("color"), py::arg("key"),
-           py::call_guard<py::gil_scoped_release>());
+      .def("split", &Communicator::split, py::arg("color"), py::arg("key"), py::call_guard<py::gil_scoped_release>());
 }

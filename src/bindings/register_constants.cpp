@@ -27,9 +27,8 @@ struct Flag {
   int value;
 };
 constexpr Flag kModeFlags[] = {
-    {"NOCHECK", rma::kModeNoCheck},     {"NOSTORE", rma::kModeNoStore},
-    {"NOPUT", rma::kModeNoPut},         {"NOPRECEDE", rma::kModeNoPrecede},
-    {"NOSUCCEED", rma::kModeNoSucceed},
+    {"NOCHECK", rma::kModeNoCheck},     {"NOSTORE", rma::kModeNoStore},     {"NOPUT", rma::kModeNoPut},
+    {"NOPRECEDE", rma::kModeNoPrecede}, {"NOSUCCEED", rma::kModeNoSucceed},
 };
 
 py::object make_enum(const char* base, const char* name, const py::list& members, const char* doc) {
@@ -101,8 +100,8 @@ void register_constants(py::module_& m) {
 
   py::list ops;
   for (size_t i = 0; i < rma::kReduceOpNames.size(); ++i) ops.append(py::make_tuple(rma::kReduceOpNames[i], i));
-  py::object op = make_enum("Enum", "Op", ops,
-                            "The operations of accumulate, get_accumulate and fetch_and_op (MPI_SUM...).");
+  py::object op =
+      make_enum("Enum", "Op", ops, "The operations of accumulate, get_accumulate and fetch_and_op (MPI_SUM...).");
   for (size_t i = 0; i < rma::kReduceOpNames.size(); ++i) {
     op_members[i] = py::object(op.attr(rma::kReduceOpNames[i])).release().ptr();
   }
@@ -110,16 +109,16 @@ void register_constants(py::module_& m) {
 
   py::list modes;
   for (const Flag& flag : kModeFlags) modes.append(py::make_tuple(flag.name, flag.value));
-  py::object mode = make_enum("Flag", "Mode", modes,
-                              "Assertions for fence, post, start and lock (MPI_MODE_*); combine with |.");
+  py::object mode =
+      make_enum("Flag", "Mode", modes, "Assertions for fence, post, start and lock (MPI_MODE_*); combine with |.");
   mode_class = mode.inc_ref().ptr();
   m.attr("Mode") = mode;
 
   py::list locks;
   locks.append(py::make_tuple("EXCLUSIVE", static_cast<int>(rma::kLockExclusive)));
   locks.append(py::make_tuple("SHARED", static_cast<int>(rma::kLockShared)));
-  py::object lock_type = make_enum("Enum", "LockType", locks,
-                                   "The kinds of lock of win.lock: rma.LOCK_EXCLUSIVE and rma.LOCK_SHARED.");
+  py::object lock_type =
+      make_enum("Enum", "LockType", locks, "The kinds of lock of win.lock: rma.LOCK_EXCLUSIVE and rma.LOCK_SHARED.");
   lock_members[rma::kLockExclusive] = py::object(lock_type.attr("EXCLUSIVE")).release().ptr();
   lock_members[rma::kLockShared] = py::object(lock_type.attr("SHARED")).release().ptr();
   m.attr("LockType") = lock_type;

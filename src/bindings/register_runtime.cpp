@@ -24,8 +24,8 @@ void register_runtime(py::module_& m) {
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
 
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
-      .def(py::init([](int rank, int size, const std::string& provider, const std::string& node,
-                       double timeout, int progress_sleep_us, const std::string& transport) {
+      .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
+                       int progress_sleep_us, const std::string& transport) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -37,8 +37,8 @@ void register_runtime(py::module_& m) {
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
-           py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "",
-           py::arg("timeout") = 300.0, py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto",
+           py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "", py::arg("timeout") = 300.0,
+           py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto",
            "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric.")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
@@ -65,17 +65,17 @@ void register_runtime(py::module_& m) {
              auto address = runtime.address();
              return py::bytes(reinterpret_cast<const char*>(address.data()), address.size());
            })
-      .def("connect",
-           [](rma::Runtime& runtime, const std::vector<py::bytes>& addresses, const std::vector<std::string>& hosts) {
-             std::vector<std::vector<std::byte>> converted;
-             for (const auto& address : addresses) converted.push_back(to_bytes(address));
-             py::gil_scoped_release release;
-             runtime.connect(converted, hosts);
-           },
-           py::arg("addresses"), py::arg("hosts"),
-           "Every rank's address() and host identity (str or bytes; equal ones share a host).")
+      .def(
+          "connect",
+          [](rma::Runtime& runtime, const std::vector<py::bytes>& addresses, const std::vector<std::string>& hosts) {
+            std::vector<std::vector<std::byte>> converted;
+            for (const auto& address : addresses) converted.push_back(to_bytes(address));
+            py::gil_scoped_release release;
+            runtime.connect(converted, hosts);
+          },
+          py::arg("addresses"), py::arg("hosts"),
+          "Every rank's address() and host identity (str or bytes; equal ones share a host).")
       .def("world", &rma::Runtime::world)
       .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"))
-      .def("finalize", &rma::Runtime::finalize, py::arg("collective"),
-           py::call_guard<py::gil_scoped_release>());
+      .def("finalize", &rma::Runtime::finalize, py::arg("collective"), py::call_guard<py::gil_scoped_release>());
 }

@@ -24,8 +24,8 @@ class WindowMemory {
     if (bytes == 0) return;
     void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) {
-      throw rma::RmaError("rma: cannot allocate " + std::to_string(bytes) + " bytes of window memory: " +
-                          std::strerror(errno));
+      throw rma::RmaError("rma: cannot allocate " + std::to_string(bytes) +
+                          " bytes of window memory: " + std::strerror(errno));
     }
     memory_ = memory;
   }
@@ -54,17 +54,17 @@ void register_window(py::module_& m) {
       .def_property_readonly("address", &WindowMemory::address)
       .def_property_readonly("nbytes", &WindowMemory::bytes)
       .def_buffer([](WindowMemory& memory) {
-        return py::buffer_info(memory.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
-                               {memory.bytes()}, {1});
+        return py::buffer_info(memory.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {memory.bytes()}, {1});
       });
 
   py::class_<rma::SharedSegment, std::shared_ptr<rma::SharedSegment>>(m, "SharedSegment", py::buffer_protocol())
-      .def_static("create", [](size_t bytes) { return rma::SharedSegment::create(bytes); }, py::arg("bytes"))
-      .def_property_readonly("address", [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
+      .def_static(
+          "create", [](size_t bytes) { return rma::SharedSegment::create(bytes); }, py::arg("bytes"))
+      .def_property_readonly("address",
+                             [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
       .def_property_readonly("nbytes", &rma::SharedSegment::bytes)
       .def_buffer([](rma::SharedSegment& segment) {
-        return py::buffer_info(segment.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
-                               {segment.bytes()}, {1});
+        return py::buffer_info(segment.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {segment.bytes()}, {1});
       });
 
   // The core's window, made collectively; rma._core.Window (window_object.cpp) makes the calls.
@@ -79,9 +79,7 @@ void register_window(py::module_& m) {
           py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_dynamic",
-          [](const rma::Communicator& comm, const std::string& label) {
-            return Window::create_dynamic(comm, label);
-          },
+          [](const rma::Communicator& comm, const std::string& label) { return Window::create_dynamic(comm, label); },
           py::arg("comm"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_shared",

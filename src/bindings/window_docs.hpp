@@ -14,30 +14,26 @@ inline constexpr const char* put =
     "put($self, /, origin, target_rank, target_disp=0, *, target=None)\n--\n\n"
     "Start writing `origin` into `target_rank`'s window; it lands by the next synchronization.\n\n"
     "origin: an array of the target window's dtype (any plain dtype into a uint8 window), a "
-    "number, or a list of numbers of that kind; strided arrays are taken in C order. "
-    RMA_TARGET_TEXT
+    "number, or a list of numbers of that kind; strided arrays are taken in C order. " RMA_TARGET_TEXT
     "Example: with win.lock(1): win.put(np.arange(4.0), 1, 8)  # elements 8..11 of rank 1";
 
 inline constexpr const char* get =
     "get($self, /, result, target_rank, target_disp=0, *, target=None)\n--\n\n"
     "Start reading `target_rank`'s window into `result`; filled by the next synchronization.\n\n"
-    "result: a writable array of the target window's dtype; it holds as many elements as are read. "
-    RMA_TARGET_TEXT
+    "result: a writable array of the target window's dtype; it holds as many elements as are read. " RMA_TARGET_TEXT
     "Example: got = np.empty(3); win.get(got, 2, target=np.s_[0, ::2])";
 
 inline constexpr const char* accumulate =
     "accumulate($self, /, origin, target_rank, target_disp=0, op=rma.Op.SUM, *, target=None)\n--\n\n"
     "Start combining `origin` into `target_rank`'s window element by element with `op`.\n\n"
     "op: an rma.Op (rma.SUM, rma.MAX, rma.REPLACE...) that applies to the dtype. Concurrent "
-    "accumulates to one element are atomic per element. "
-    RMA_TARGET_TEXT
+    "accumulates to one element are atomic per element. " RMA_TARGET_TEXT
     "Example: win.accumulate(np.ones(5), 0, 5, op=rma.SUM)";
 
 inline constexpr const char* get_accumulate =
     "get_accumulate($self, /, origin, result, target_rank, target_disp=0, op=rma.Op.SUM, *, target=None)\n--\n\n"
     "Start combining `origin` into the target with `op`, fetching the old values into `result`.\n\n"
-    "origin and result have the same dtype and number of elements. "
-    RMA_TARGET_TEXT
+    "origin and result have the same dtype and number of elements. " RMA_TARGET_TEXT
     "Example: old = np.empty(2, np.int64); win.get_accumulate([1, 1], old, 0, op=rma.SUM)";
 
 inline constexpr const char* fetch_and_op =

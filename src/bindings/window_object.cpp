@@ -19,8 +19,8 @@
 
 #include "constants.hpp"
 #include "errors.hpp"
-#include "python_errors.hpp"
 #include "method_object.hpp"
+#include "python_errors.hpp"
 #include "window_docs.hpp"
 
 namespace py = pybind11;
@@ -103,7 +103,8 @@ int rank_of(WindowObject* self, PyObject* value, const char* call, const char* w
 // A data call's target= argument, before anything else is made of it.
 void check_target(WindowObject* self, PyObject* target, const char* call) {
   if (given(target) && state_of(self).dynamic) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": a dynamic window takes byte displacements, not target=");
+    throw rma::ArgumentTypeError(std::string("rma: win.") + call +
+                                 ": a dynamic window takes byte displacements, not target=");
   }
 }
 
@@ -116,8 +117,8 @@ const TargetLayout& layout_of(WindowObject* self, int rank) {
 rma::ReduceOp op_of(PyObject* value, const char* call) {
   rma::ReduceOp op = rma::ReduceOp::Sum;
   if (value != nullptr && !constants::op_of(value, op)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": op must be an rma.Op (rma.SUM, rma.MAX...), not " +
-                                 Py_TYPE(value)->tp_name);
+    throw rma::ArgumentTypeError(std::string("rma: win.") + call +
+                                 ": op must be an rma.Op (rma.SUM, rma.MAX...), not " + Py_TYPE(value)->tp_name);
   }
   return op;
 }
@@ -140,8 +141,8 @@ uint64_t offset_of(WindowObject* self, int rank, PyObject* disp, const char* cal
   }
   uint64_t unit = layout_of(self, rank).unit;
   if (static_cast<uint64_t>(displacement) > std::numeric_limits<uint64_t>::max() / unit) {
-    throw rma::RangeError("rma: " + core_of(self).where(call, rank) + ": displacement " +
-                          std::to_string(displacement) + " lies beyond any window");
+    throw rma::RangeError("rma: " + core_of(self).where(call, rank) + ": displacement " + std::to_string(displacement) +
+                          " lies beyond any window");
   }
   return static_cast<uint64_t>(displacement) * unit;
 }
@@ -152,15 +153,16 @@ rma::Region region_of(WindowObject* self, int rank, PyObject* disp, PyObject* ta
                       const char* call) {
   if (!given(target)) {
     uint64_t offset = offset_of(self, rank, disp, call);
-    return rma::Region::contiguous(offset, operand.bytes, static_cast<uint32_t>(std::max<uint64_t>(operand.itemsize, 1)));
+    return rma::Region::contiguous(offset, operand.bytes,
+                                   static_cast<uint32_t>(std::max<uint64_t>(operand.itemsize, 1)));
   }
   if (disp != nullptr && arguments::integer(disp, call, "target_disp") != 0) {
     throw rma::UsageError(std::string("rma: win.") + call + ": give either target_disp or target=, not both");
   }
   py::object name = py::str(call);
-  py::object spec = py::reinterpret_steal<py::object>(PyObject_CallMethodObjArgs(
-      reinterpret_cast<PyObject*>(self), region_hook, name.ptr(), py::int_(rank).ptr(), target,
-      py::int_(operand.elements).ptr(), nullptr));
+  py::object spec = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodObjArgs(reinterpret_cast<PyObject*>(self), region_hook, name.ptr(), py::int_(rank).ptr(),
+                                 target, py::int_(operand.elements).ptr(), nullptr));
   if (!spec) throw py::error_already_set();
   auto [offset, element, dims] = spec.cast<std::tuple<uint64_t, uint32_t, std::vector<std::pair<uint64_t, int64_t>>>>();
   std::vector<rma::RegionDim> region_dims;
@@ -226,7 +228,8 @@ void keep(WindowObject* self, int rank, const Operand* origin, const Result* res
   if (origin != nullptr && origin->array) held.hold(rank, origin->array);
   if (result != nullptr) {
     held.hold(rank, result->operand.array);
-    if (result->stand_in()) held.copy_back(rank, py::reinterpret_borrow<py::object>(result->given), result->operand.array);
+    if (result->stand_in())
+      held.copy_back(rank, py::reinterpret_borrow<py::object>(result->given), result->operand.array);
   }
 }
 
@@ -286,9 +289,8 @@ void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot
   char* into = result ? result->operand.data : nullptr;
   if (!given(target) && rank != rma::kProcNull && !(result && result->stand_in())) {
     uint64_t offset = offset_of(self, rank, disp, call);
-    if (quick(data.bytes, [&] {
-          return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes);
-        })) {
+    if (quick(data.bytes,
+              [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
       return;
     }
   }
@@ -323,9 +325,7 @@ void compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const 
     return;
   }
   rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
-  released([&] {
-    core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call);
-  });
+  released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });
   keep(self, rank, &data, &result);
   if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);
 }
@@ -424,7 +424,8 @@ PyObject* fetch_and_op(WindowObject* self, PyObject** slot) {
 
 PyObject* compare_and_swap(WindowObject* self, PyObject** slot) {
   check_open(self, "compare_and_swap");
-  compare_and_swap_body(self, slot, rank_of(self, slot[3], "compare_and_swap", "target_rank", true), "compare_and_swap");
+  compare_and_swap_body(self, slot, rank_of(self, slot[3], "compare_and_swap", "target_rank", true),
+                        "compare_and_swap");
   return none();
 }
 
@@ -433,8 +434,10 @@ int passive_rank(WindowObject* self, PyObject* value, const char* call) {
   check_open(self, call);
   int rank = rank_of(self, value, call, "target_rank", true);
   if (!core_of(self).in_passive_epoch(rank)) {
-    throw rma::EpochError("rma: " + core_of(self).where(call, rank) + ": request-based calls need a passive-target epoch "
-                          "(win.lock(" + std::to_string(rank) + ") or win.lock_all())");
+    throw rma::EpochError("rma: " + core_of(self).where(call, rank) +
+                          ": request-based calls need a passive-target epoch "
+                          "(win.lock(" +
+                          std::to_string(rank) + ") or win.lock_all())");
   }
   return rank;
 }
@@ -477,7 +480,8 @@ std::vector<int> group_of(PyObject* value, const char* call) {
       members = PySequence_List(value);  // any iterable of ranks
       if (members == nullptr) {
         PyErr_Clear();
-        throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": group must be an rma.Group or an iterable of ranks, not " +
+        throw rma::ArgumentTypeError(std::string("rma: win.") + call +
+                                     ": group must be an rma.Group or an iterable of ranks, not " +
                                      Py_TYPE(value)->tp_name);
       }
     }
@@ -490,7 +494,8 @@ std::vector<int> group_of(PyObject* value, const char* call) {
   ranks.reserve(static_cast<size_t>(count));
   for (Py_ssize_t i = 0; i < count; ++i) {
     int64_t rank = arguments::integer(item[i], call, "a rank of the group");
-    if (rank < std::numeric_limits<int>::min() || rank > std::numeric_limits<int>::max()) rank = -1;  // the core refuses it
+    if (rank < std::numeric_limits<int>::min() || rank > std::numeric_limits<int>::max())
+      rank = -1;  // the core refuses it
     ranks.push_back(static_cast<int>(rank));
   }
   return ranks;
@@ -532,14 +537,16 @@ int lock_type_of(PyObject* value, const char* call) {
   int type = rma::kLockExclusive;
   if (value != nullptr && !constants::lock_type_of(value, type)) {
     throw rma::ArgumentTypeError(std::string("rma: win.") + call +
-                                 ": lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED, not " + Py_TYPE(value)->tp_name);
+                                 ": lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED, not " +
+                                 Py_TYPE(value)->tp_name);
   }
   return type;
 }
 
 void check_locks(WindowObject* self, const char* call) {
   if (state_of(self).no_locks) {
-    throw rma::EpochError("rma: " + core_of(self).where(call, -1) + ": this window was created with info={'no_locks': True}");
+    throw rma::EpochError("rma: " + core_of(self).where(call, -1) +
+                          ": this window was created with info={'no_locks': True}");
   }
 }
 
@@ -625,7 +632,8 @@ PyObject* attach(WindowObject* self, PyObject** slot) {
   check_open(self, "attach");
   PyObject* array = slot[0];
   if (!arguments::is_array(array)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.attach: expected a NumPy array, not ") + Py_TYPE(array)->tp_name);
+    throw rma::ArgumentTypeError(std::string("rma: win.attach: expected a NumPy array, not ") +
+                                 Py_TYPE(array)->tp_name);
   }
   auto* header = py::detail::array_proxy(array);
   int needed = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
@@ -649,7 +657,8 @@ PyObject* detach(WindowObject* self, PyObject** slot) {
   auto found = arguments::is_array(slot[0])
                    ? state.attached.find(reinterpret_cast<uintptr_t>(py::detail::array_proxy(slot[0])->data))
                    : state.attached.end();
-  if (found == state.attached.end()) throw rma::UsageError("rma: win.detach: that array is not attached to this window");
+  if (found == state.attached.end())
+    throw rma::UsageError("rma: win.detach: that array is not attached to this window");
   core_of(self).detach(reinterpret_cast<void*>(found->first));
   state.attached.erase(found);
   return none();
@@ -689,8 +698,9 @@ const MethodSpec window_methods[] = {
     RMA_METHOD0(free, free_window, window_docs::free),
     RMA_METHOD("attach", kAttach, attach, window_docs::attach),
     RMA_METHOD("detach", kDetach, detach, window_docs::detach),
-    RMA_METHOD("_try_lock", kTryLock, try_lock,
-               "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
+    RMA_METHOD(
+        "_try_lock", kTryLock, try_lock,
+        "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
     RMA_METHOD0(_held_count, held_count,
                 "_held_count($self, /)\n--\n\nReturn how many buffers the window keeps for calls not yet complete."),
 };
@@ -705,16 +715,21 @@ PyObject* window_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject *core, *targets, *owner;
   int no_locks = 0, dynamic = 0;
   static const char* names[] = {"core", "targets", "owner", "no_locks", "dynamic", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|pp:Window", const_cast<char**>(names), &core, &targets,
-                                   &owner, &no_locks, &dynamic)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|pp:Window", const_cast<char**>(names), &core, &targets, &owner,
+                                   &no_locks, &dynamic)) {
     PyErr_Clear();
-    PyErr_SetString(PyExc_TypeError, "use rma.Window.allocate(...), rma.Window.create(...) or rma.Window.create_dynamic(...)");
+    PyErr_SetString(PyExc_TypeError,
+                    "use rma.Window.allocate(...), rma.Window.create(...) or rma.Window.create_dynamic(...)");
     return nullptr;
   }
   auto made = guarded([&]() -> PyObject* {
-    auto state = std::make_unique<WindowState>(WindowState{
-        py::cast<std::shared_ptr<rma::Window>>(py::handle(core)), {}, py::reinterpret_borrow<py::object>(owner),
-        KeepAlive(0), {}, no_locks != 0, dynamic != 0});
+    auto state = std::make_unique<WindowState>(WindowState{py::cast<std::shared_ptr<rma::Window>>(py::handle(core)),
+                                                           {},
+                                                           py::reinterpret_borrow<py::object>(owner),
+                                                           KeepAlive(0),
+                                                           {},
+                                                           no_locks != 0,
+                                                           dynamic != 0});
     for (py::handle entry : py::reinterpret_borrow<py::list>(targets)) {
       auto item = entry.cast<py::tuple>();
       py::object dtype = item[0];

@@ -9,8 +9,14 @@
 
 namespace test {
 
-inline int& passed() { static int count = 0; return count; }
-inline int& failed() { static int count = 0; return count; }
+inline int& passed() {
+  static int count = 0;
+  return count;
+}
+inline int& failed() {
+  static int count = 0;
+  return count;
+}
 
 inline void record(bool ok, const char* expression, const char* file, int line) {
   if (ok) {
@@ -41,14 +47,14 @@ inline int finish() {
 #define CHECK(expression) ::test::record(static_cast<bool>(expression), #expression, __FILE__, __LINE__)
 
 // Checks that `statement` throws an exception of `type` whose message contains `text`.
-#define CHECK_THROWS(type, text, statement)                                            \
-  do {                                                                                 \
-    bool thrown_ = false;                                                              \
-    try {                                                                              \
-      statement;                                                                       \
-    } catch (const type& e) {                                                          \
-      thrown_ = std::string(e.what()).find(text) != std::string::npos;                 \
-      if (!thrown_) std::fprintf(stderr, "unexpected message: %s\n", e.what());        \
-    }                                                                                  \
+#define CHECK_THROWS(type, text, statement)                                                  \
+  do {                                                                                       \
+    bool thrown_ = false;                                                                    \
+    try {                                                                                    \
+      statement;                                                                             \
+    } catch (const type& e) {                                                                \
+      thrown_ = std::string(e.what()).find(text) != std::string::npos;                       \
+      if (!thrown_) std::fprintf(stderr, "unexpected message: %s\n", e.what());              \
+    }                                                                                        \
     ::test::record(thrown_, #statement " throws " #type " with " #text, __FILE__, __LINE__); \
   } while (0)

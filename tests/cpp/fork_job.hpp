@@ -57,8 +57,7 @@ inline Bytes receive_bytes(int fd) {
 
 // Forks the ranks; each runs body(rank, exchange) and exits with its return value. Returns the
 // ranks' wait statuses (a rank still running after timeout_seconds is killed).
-inline std::vector<int> run(int size, const std::function<int(int, const Exchange&)>& body,
-                            int timeout_seconds = 90) {
+inline std::vector<int> run(int size, const std::function<int(int, const Exchange&)>& body, int timeout_seconds = 90) {
   std::vector<int> ends;
   std::vector<pid_t> pids;
   for (int rank = 0; rank < size; ++rank) {

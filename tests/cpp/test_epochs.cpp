@@ -108,16 +108,16 @@ int main() {
     CHECK_THROWS(UsageError, "mode 64 is not a combination of rma.Mode flags", epochs.before_fence(64));
     CHECK_THROWS(UsageError, "win.post", epochs.post({1}, 64));
     CHECK_THROWS(UsageError, "win.start", epochs.start({1}, 64));
-    epochs.check_mode(rma::kModeNoCheck | rma::kModeNoStore | rma::kModeNoPut | rma::kModeNoPrecede |
-                          rma::kModeNoSucceed,
-                      "fence");
+    epochs.check_mode(
+        rma::kModeNoCheck | rma::kModeNoStore | rma::kModeNoPut | rma::kModeNoPrecede | rma::kModeNoSucceed, "fence");
   });
 
   test::run("a fence inside another kind of epoch is an epoch error", [] {
     Epochs locked = fresh();
     locked.before_lock("lock", 1, kExclusive);
     locked.locked(1, kExclusive, false);
-    CHECK_THROWS(EpochError, "a passive-target epoch (lock) is open on this window; unlock first", locked.before_fence(0));
+    CHECK_THROWS(EpochError, "a passive-target epoch (lock) is open on this window; unlock first",
+                 locked.before_fence(0));
     Epochs all = fresh();
     lock_every_rank(all);
     CHECK_THROWS(EpochError, "passive-target epoch (lock)", all.before_fence(0));
@@ -162,7 +162,8 @@ int main() {
     CHECK_THROWS(EpochError, text, epochs.start({1}, 0));
     CHECK_THROWS(EpochError, text, epochs.before_lock("lock", 1, kExclusive));
     CHECK_THROWS(EpochError, text, epochs.before_lock_all());
-    CHECK_THROWS(EpochError, "inside a fence epoch with 1 communication call(s) not yet completed; call win.fence() first",
+    CHECK_THROWS(EpochError,
+                 "inside a fence epoch with 1 communication call(s) not yet completed; call win.fence() first",
                  epochs.before_free());
     CHECK(admits_only(epochs, {0, 1, 2, 3}));  // nothing changed
   });
@@ -300,7 +301,8 @@ int main() {
     Epochs epochs = fresh();
     epochs.before_lock("lock", 1, kExclusive);
     epochs.locked(1, kExclusive, false);
-    CHECK_THROWS(EpochError, "win.lock to rank 1 on rank 0 of window 7 (test): this rank already holds a lock on rank 1",
+    CHECK_THROWS(EpochError,
+                 "win.lock to rank 1 on rank 0 of window 7 (test): this rank already holds a lock on rank 1",
                  epochs.before_lock("lock", 1, kShared));
   });
 
@@ -308,7 +310,8 @@ int main() {
     Epochs epochs = fresh();
     CHECK_THROWS(UsageError, "rank 4 is not a rank of the window (size 4)", epochs.before_lock("lock", 4, kShared));
     CHECK_THROWS(UsageError, "rank -2 is not a rank", epochs.before_lock("lock", kNull, kShared));
-    CHECK_THROWS(UsageError, "lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED", epochs.before_lock("lock", 1, 0));
+    CHECK_THROWS(UsageError, "lock_type must be rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED",
+                 epochs.before_lock("lock", 1, 0));
     epochs.start({1}, 0);
     CHECK_THROWS(EpochError, "a post/start epoch is open on this window", epochs.before_lock("lock", 1, kShared));
     CHECK_THROWS(EpochError, "a post/start epoch is open on this window", epochs.before_lock_all());
@@ -371,8 +374,10 @@ int main() {
   test::run("flush needs a passive epoch to its target", [] {
     Epochs epochs = fresh();
     CHECK(!epochs.before_flush(kNull));  // nothing to flush, whatever the epoch
-    CHECK_THROWS(EpochError, "win.flush to rank 1 on rank 0 of window 7 (test): flush needs a passive-target epoch (win.lock(1) or win.lock_all())",
-                 epochs.before_flush(1));
+    CHECK_THROWS(
+        EpochError,
+        "win.flush to rank 1 on rank 0 of window 7 (test): flush needs a passive-target epoch (win.lock(1) or win.lock_all())",
+        epochs.before_flush(1));
     CHECK_THROWS(EpochError, "flush needs a passive-target epoch", epochs.before_flush(9));
     CHECK_THROWS(EpochError, "win.flush_all on rank 0 of window 7 (test): flush needs a passive-target epoch",
                  epochs.before_flush_all());

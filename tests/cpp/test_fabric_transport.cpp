@@ -10,14 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "check.hpp"
-#include "fork_job.hpp"
 #include "errors.hpp"
 #include "fabric/check.hpp"
+#include "fork_job.hpp"
 #include "runtime/fabric_endpoint.hpp"
 #include "runtime/progress_engine.hpp"
 
@@ -62,14 +62,24 @@ struct Rank {
     for (int peer = 0; peer < size; ++peer) {
       if (peer != rank) transport.send(peer, kBarrier, std::as_bytes(std::span(&phase, 1)));
     }
-    wait([&] { std::lock_guard lock(mutex); return arrivals[phase] == size - 1; }, "barrier");
+    wait(
+        [&] {
+          std::lock_guard lock(mutex);
+          return arrivals[phase] == size - 1;
+        },
+        "barrier");
   }
 
   void publish(const RegionDescriptor& mine) {
     for (int peer = 0; peer < size; ++peer) {
       transport.send(peer, kDescriptor, std::as_bytes(std::span(&mine, 1)));
     }
-    wait([&] { std::lock_guard lock(mutex); return regions_known == size; }, "region exchange");
+    wait(
+        [&] {
+          std::lock_guard lock(mutex);
+          return regions_known == size;
+        },
+        "region exchange");
   }
 };
 
@@ -136,8 +146,12 @@ void active_messages(Rank& me) {
       me.transport.send(peer, kData, payload);
     }
   }
-  me.wait([&] { std::lock_guard lock(mutex); return received == me.size * int(sizes.size()); },
-          "all messages");
+  me.wait(
+      [&] {
+        std::lock_guard lock(mutex);
+        return received == me.size * int(sizes.size());
+      },
+      "all messages");
   CHECK(wrong == 0);
   me.barrier(2);
 }
@@ -241,12 +255,14 @@ int main() {
     // Rank 1 pretends to run elsewhere: its messages go through the fabric, the others'
     // between themselves through their inboxes, and nobody may sleep on a bell rank 1 cannot ring.
     test::run(provider + ", pretended hosts a b a", [&] {
-      run_job(provider, true, 3, [](Rank& me) {
-        CHECK(me.transport.incoming_bell() == nullptr);
-        active_messages(me);
-        one_sided(me);
-        progress_engine_runs_handlers(me);
-      }, {"a", "b", "a"});
+      run_job(provider, true, 3,
+              [](Rank& me) {
+                CHECK(me.transport.incoming_bell() == nullptr);
+                active_messages(me);
+                one_sided(me);
+                progress_engine_runs_handlers(me);
+              },
+              {"a", "b", "a"});
     });
   }
   return test::finish();

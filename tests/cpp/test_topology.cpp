@@ -55,8 +55,8 @@ int main() {
     CHECK(Topology().size() == 0);
   });
   test::run("transport settings by name", [] {
-    for (auto setting : {rma::TransportSetting::Auto, rma::TransportSetting::SharedMemory,
-                         rma::TransportSetting::Libfabric}) {
+    for (auto setting :
+         {rma::TransportSetting::Auto, rma::TransportSetting::SharedMemory, rma::TransportSetting::Libfabric}) {
       CHECK(rma::parse_transport_setting(rma::to_string(setting)) == setting);
     }
     CHECK(std::string(rma::to_string(rma::TransportSetting::SharedMemory)) == "shared-memory");

@@ -12,8 +12,8 @@
 
 namespace {
 using rma::ElementType;
-using rma::Region;
 using rma::ReduceOp;
+using rma::Region;
 
 std::vector<std::pair<uint64_t, uint64_t>> runs(const Region& region) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
@@ -133,10 +133,10 @@ int main() {
   test::run("plain loops compute what the atomic ones do, for every op and type", [] {
     // Same bytes in, same bytes out (target and fetched), misaligned by one byte as in a
     // raw window, for counts that cover the vectorized body and its tail.
-    const ElementType types[] = {ElementType::Bool, ElementType::Int8, ElementType::UInt8, ElementType::Int16,
-                                 ElementType::UInt16, ElementType::Int32, ElementType::UInt32, ElementType::Int64,
-                                 ElementType::UInt64, ElementType::Float32, ElementType::Float64,
-                                 ElementType::Complex64, ElementType::Complex128};
+    const ElementType types[] = {
+        ElementType::Bool,    ElementType::Int8,      ElementType::UInt8,     ElementType::Int16,  ElementType::UInt16,
+        ElementType::Int32,   ElementType::UInt32,    ElementType::Int64,     ElementType::UInt64, ElementType::Float32,
+        ElementType::Float64, ElementType::Complex64, ElementType::Complex128};
     std::mt19937 random(7);
     int compared = 0;
     for (ElementType type : types) {

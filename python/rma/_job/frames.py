@@ -11,7 +11,8 @@ import json
 import pickle
 import socket
 import struct
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 __all__ = ["Channel", "Codec", "JSON", "PICKLE", "MAX_FRAME"]
 

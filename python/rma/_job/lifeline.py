@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import select
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Lifeline", "watch", "is_cut"]
 

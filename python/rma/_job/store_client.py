@@ -6,7 +6,7 @@ import itertools
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import BootstrapError, PeerError, RMATimeoutError
 from .frames import JSON, Channel
@@ -77,9 +77,7 @@ class StoreClient:
         except BaseException:
             self._sock.close()
             raise
-        self._reader = threading.Thread(
-            target=self._read_loop, name=f"rma-store-client-{rank}", daemon=True
-        )
+        self._reader = threading.Thread(target=self._read_loop, name=f"rma-store-client-{rank}", daemon=True)
         self._reader.start()
 
     # -- connection set-up -------------------------------------------------
@@ -119,9 +117,7 @@ class StoreClient:
         finally:
             self._sock.settimeout(None)
         if reply is None:
-            raise BootstrapError(
-                f"rma: the rendezvous store at {self.address} closed the connection of rank {rank}"
-            )
+            raise BootstrapError(f"rma: the rendezvous store at {self.address} closed the connection of rank {rank}")
         if not reply.get("ok"):
             raise BootstrapError(
                 f"rma: the rendezvous store at {self.address} refused rank {rank}: "
@@ -197,7 +193,7 @@ class StoreClient:
         if self._reader is not threading.current_thread():
             self._reader.join(timeout=5.0)
 
-    def __enter__(self) -> "StoreClient":
+    def __enter__(self) -> StoreClient:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -232,8 +228,7 @@ class StoreClient:
                         f"{_describe_keys(msg['keys'])} within {timeout:g} s"
                     )
                 raise RMATimeoutError(
-                    f"rma: rank {self.rank}: the rendezvous store did not answer "
-                    f"{msg['op']} within {timeout:g} s"
+                    f"rma: rank {self.rank}: the rendezvous store did not answer {msg['op']} within {timeout:g} s"
                 )
         finally:
             with self._state_lock:

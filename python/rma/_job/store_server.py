@@ -8,7 +8,7 @@ import secrets as _secrets
 import selectors
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import BootstrapError
 from .frames import JSON, MAX_FRAME, Channel
@@ -38,9 +38,7 @@ class _Connection:
         self.rank: int | None = None
         self.said_bye = False
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._writer = threading.Thread(
-            target=self._write_loop, name=f"rma-store-writer-{peer}", daemon=True
-        )
+        self._writer = threading.Thread(target=self._write_loop, name=f"rma-store-writer-{peer}", daemon=True)
         self._writer.start()
 
     def send(self, obj: dict) -> None:
@@ -124,8 +122,7 @@ class StoreServer:
         except OSError as exc:
             self._listener.close()
             raise BootstrapError(
-                f"rma: cannot listen for the rendezvous store on {format_address(host, port)}: "
-                f"{exc.strerror or exc}"
+                f"rma: cannot listen for the rendezvous store on {format_address(host, port)}: {exc.strerror or exc}"
             ) from None
         bound_host, bound_port = self._listener.getsockname()[:2]
         self.address: str = format_address(bound_host, bound_port)
@@ -146,9 +143,7 @@ class StoreServer:
         # A socketpair wakes the accept loop out of select() on close();
         # closing a listening socket does not reliably wake accept() on Linux.
         self._wake_r, self._wake_w = socket.socketpair()
-        self._accept_thread = threading.Thread(
-            target=self._accept_loop, name="rma-store-accept", daemon=True
-        )
+        self._accept_thread = threading.Thread(target=self._accept_loop, name="rma-store-accept", daemon=True)
 
     # -- public API --------------------------------------------------------
 
@@ -196,7 +191,7 @@ class StoreServer:
         with self._lock:
             return set(self._dead)
 
-    def __enter__(self) -> "StoreServer":
+    def __enter__(self) -> StoreServer:
         self.start()
         return self
 

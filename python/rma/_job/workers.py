@@ -43,9 +43,7 @@ def start_worker(
         environment = rank_environment(rank, size, store.reachable_address, store.secret, provider)
         environment[control_variable] = str(theirs.fileno())
         environment.update(env or {})
-        proc = start_rank(
-            [sys.executable, "-m", module], environment, pass_fds=(theirs.fileno(), *pass_fds), **popen
-        )
+        proc = start_rank([sys.executable, "-m", module], environment, pass_fds=(theirs.fileno(), *pass_fds), **popen)
     except BaseException:
         ours.close()
         raise

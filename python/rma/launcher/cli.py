@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import BootstrapError
 from .info import print_info
@@ -35,8 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         usage=_USAGE,
         description="Run N ranks of an rma program on this machine.",
-        epilog="Everything after the script, program, -m module or -c code is passed "
-        "to the ranks unchanged.",
+        epilog="Everything after the script, program, -m module or -c code is passed to the ranks unchanged.",
         allow_abbrev=False,  # abbreviations would defeat the argument splitter
     )
     parser.add_argument("-n", "--np", dest="n", type=int, metavar="N", help="number of ranks")
@@ -44,18 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--provider", metavar="P", help='libfabric provider for the ranks (RMA_PROVIDER), e.g. "shm", "tcp"'
     )
     parser.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")
-    parser.add_argument(
-        "--timeout", type=float, metavar="S", help="stop the job and exit 124 after S seconds"
-    )
+    parser.add_argument("--timeout", type=float, metavar="S", help="stop the job and exit 124 after S seconds")
     parser.add_argument(
         "--store-host", default="127.0.0.1", metavar="H", help="address the rendezvous store listens on"
     )
     parser.add_argument(
         "--store-port", type=int, default=0, metavar="P", help="port of the store (default: any free port)"
     )
-    parser.add_argument(
-        "--serve-store", action="store_true", help="only run a store for ranks started by other means"
-    )
+    parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
     parser.add_argument("--info", action="store_true", help="print the rma and libfabric versions")
     # -m and -c are listed for --help only; split_argv() handles them.
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a Python module as the ranks")
@@ -162,4 +157,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BootstrapError as exc:
         say(str(exc))
         return 1
-

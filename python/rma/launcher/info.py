@@ -29,7 +29,9 @@ def print_info() -> int:
     if transport == "libfabric":
         print(f"between the ranks of one host (RMA_TRANSPORT={transport}): libfabric for windows and messages")
     else:
-        print(f"between the ranks of one host (RMA_TRANSPORT={transport}): shared memory (Window.allocate "
-              "memory in shared segments, Window.create through process_vm_writev/readv, synchronization "
-              "and messages through shared memory); between hosts: libfabric")
+        print(
+            f"between the ranks of one host (RMA_TRANSPORT={transport}): shared memory (Window.allocate "
+            "memory in shared segments, Window.create through process_vm_writev/readv, synchronization "
+            "and messages through shared memory); between hosts: libfabric"
+        )
     return 0

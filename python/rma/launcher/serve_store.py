@@ -25,9 +25,7 @@ def serve_store(args: argparse.Namespace) -> int:
     def on_exit(rank: int, clean: bool) -> None:
         events.put(("exit", rank, clean))
 
-    server = StoreServer(
-        args.n, host=args.store_host, port=args.store_port, on_rank_exit=on_exit
-    )
+    server = StoreServer(args.n, host=args.store_host, port=args.store_port, on_rank_exit=on_exit)
     try:
         server.start()
         address = server.reachable_address

@@ -22,7 +22,7 @@ class SignalForwarder:
         self._events = events
         self._saved: dict[int, object] = {}
 
-    def __enter__(self) -> "SignalForwarder":
+    def __enter__(self) -> SignalForwarder:
         # signal.signal only works in the main thread; elsewhere (main()
         # called from a thread) rmarun simply does not catch signals.
         if threading.current_thread() is threading.main_thread():

@@ -165,5 +165,6 @@ def _raise_errors(results: list[RankResult]) -> None:
     failed = [r for r in results if r.error]
     if failed:
         details = "\n".join(f"---- rank {r.rank} ----\n{r.error}" for r in failed)
-        raise RankError(f"raised on rank{'s' if len(failed) > 1 else ''} "
-                        f"{', '.join(str(r.rank) for r in failed)}:\n{details}")
+        raise RankError(
+            f"raised on rank{'s' if len(failed) > 1 else ''} {', '.join(str(r.rank) for r in failed)}:\n{details}"
+        )

@@ -146,8 +146,7 @@ def comm(request: pytest.FixtureRequest):
     """The communicator of the ranks that run an @pytest.mark.rma test (fresh for each test)."""
     if request.node.get_closest_marker("rma") is None:
         pytest.fail(
-            f"{request.node.nodeid}: the `comm` fixture needs the test to be marked "
-            "@pytest.mark.rma(nprocs=...)",
+            f"{request.node.nodeid}: the `comm` fixture needs the test to be marked @pytest.mark.rma(nprocs=...)",
             pytrace=False,
         )
     return _RankSideOnly()

@@ -77,8 +77,7 @@ class Manager:
         what = f"{nprocs} rank(s)" + (f" with provider {provider!r}" if provider else "")
         if key in self.start_failures:
             pytest.fail(
-                f"rma: the pool of {what} failed to start earlier in this session:\n"
-                f"{self.start_failures[key]}",
+                f"rma: the pool of {what} failed to start earlier in this session:\n{self.start_failures[key]}",
                 pytrace=False,
             )
         while self.pools and sum(p.size for p in self.pools.values()) + nprocs > _MAX_IDLE_RANKS:

@@ -6,7 +6,6 @@ import itertools
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import time
 
@@ -58,7 +57,7 @@ class Worker:
         """Read what is available (the socket is readable); None at end of file."""
         try:
             return self.channel.receive_ready()
-        except (BlockingIOError, InterruptedError, socket.timeout):
+        except (TimeoutError, BlockingIOError, InterruptedError):
             return []
         except Exception:  # noqa: BLE001 - a broken or garbled channel: treat the worker as lost
             return None
@@ -154,9 +153,7 @@ class Pool:
             while pending:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    self._fail_start(
-                        f"ranks {ranks_text(pending)} did not join the job within {timeout:g} s", pending
-                    )
+                    self._fail_start(f"ranks {ranks_text(pending)} did not join the job within {timeout:g} s", pending)
                 for key, _ in sel.select(remaining):
                     w = key.data
                     frames = w.receive()

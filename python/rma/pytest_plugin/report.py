@@ -47,10 +47,7 @@ def report(item: pytest.Function, pool: Pool, outcome: Outcome, timeout: float |
     if failed or outcome.died or outcome.pending:
         lines = []
         if outcome.timed_out:
-            lines.append(
-                f"timed out after {timeout:g} s on {size} rank(s); "
-                f"{_plural(outcome.pending)} still running"
-            )
+            lines.append(f"timed out after {timeout:g} s on {size} rank(s); {_plural(outcome.pending)} still running")
         if outcome.died:
             lines.append(
                 "; ".join(f"rank {r} died during the test ({by_rank[r].status()})" for r in sorted(outcome.died))
@@ -71,8 +68,7 @@ def report(item: pytest.Function, pool: Pool, outcome: Outcome, timeout: float |
         for rank in sorted(outcome.died):
             tail = by_rank[rank].read_file(".err").rstrip() or by_rank[rank].read_file(".log").rstrip()
             lines.append(
-                f"---- rank {rank} (died: {by_rank[rank].status()}); end of its stderr ----\n"
-                f"{tail or '(nothing)'}"
+                f"---- rank {rank} (died: {by_rank[rank].status()}); end of its stderr ----\n{tail or '(nothing)'}"
             )
         for rank in sorted(outcome.pending):
             stack = outcome.stacks.get(rank) or "(no stack received)"

@@ -30,9 +30,7 @@ Info::~Info() {
 Info get_info(const Info& hints, const char* node, uint64_t flags) {
   fi_info* found = nullptr;
   int rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
-  const char* provider = hints->fabric_attr && hints->fabric_attr->prov_name
-                             ? hints->fabric_attr->prov_name
-                             : "any";
+  const char* provider = hints->fabric_attr && hints->fabric_attr->prov_name ? hints->fabric_attr->prov_name : "any";
   check(rc, "fi_getinfo", std::string("provider ") + provider + " with FI_MSG|FI_RMA|FI_ATOMIC");
   return Info(found);
 }
@@ -97,8 +95,7 @@ fid_ep* open_endpoint(fid_domain* domain, fi_info* info) {
   return ep;
 }
 
-fid_mr* register_region(fid_domain* domain, void* base, size_t length, uint64_t access,
-                        uint64_t requested_key) {
+fid_mr* register_region(fid_domain* domain, void* base, size_t length, uint64_t access, uint64_t requested_key) {
   fid_mr* mr = nullptr;
   check(fi_mr_reg(domain, base, length, access, 0, requested_key, 0, &mr, nullptr), "fi_mr_reg",
         std::to_string(length) + " bytes");
@@ -149,9 +146,7 @@ Endpoint::Endpoint(const Domain& domain, fi_info* info)
 void Endpoint::bind(const CompletionQueue& cq, uint64_t flags) {
   check(fi_ep_bind(get(), &cq.get()->fid, flags), "fi_ep_bind(cq)");
 }
-void Endpoint::bind(const AddressVector& av) {
-  check(fi_ep_bind(get(), &av.get()->fid, 0), "fi_ep_bind(av)");
-}
+void Endpoint::bind(const AddressVector& av) { check(fi_ep_bind(get(), &av.get()->fid, 0), "fi_ep_bind(av)"); }
 void Endpoint::enable() { check(fi_enable(get()), "fi_enable"); }
 
 std::vector<std::byte> Endpoint::name() const {
@@ -167,8 +162,8 @@ std::vector<std::byte> Endpoint::name() const {
   return name;
 }
 
-MemoryRegion::MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access,
-                           uint64_t requested_key, const Endpoint* bind_to)
+MemoryRegion::MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access, uint64_t requested_key,
+                           const Endpoint* bind_to)
     : Handle(register_region(domain.get(), base, length, access, requested_key),
              // An endpoint-bound region must be closed before its endpoint.
              bind_to != nullptr ? bind_to->keep_alive() : domain.keep_alive(), "memory region") {

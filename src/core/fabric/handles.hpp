@@ -103,8 +103,8 @@ class Endpoint : public Handle<fid_ep> {
 // keys itself (no FI_MR_PROV_KEY); bind_to is set when the provider wants FI_MR_ENDPOINT.
 class MemoryRegion : public Handle<fid_mr> {
  public:
-  MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access,
-               uint64_t requested_key, const Endpoint* bind_to);
+  MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access, uint64_t requested_key,
+               const Endpoint* bind_to);
   uint64_t key() const noexcept { return fi_mr_key(get()); }
 };
 

@@ -30,8 +30,9 @@ void Bell::sleep_unless(const std::function<bool()>& done, std::chrono::microsec
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!done()) {
     auto seconds = std::chrono::duration_cast<std::chrono::seconds>(longest);
-    timespec timeout{static_cast<time_t>(seconds.count()),
-                     static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(longest - seconds).count())};
+    timespec timeout{
+        static_cast<time_t>(seconds.count()),
+        static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(longest - seconds).count())};
     futex(rings, FUTEX_WAIT, seen, &timeout);  // returns at once if rung since `seen`
   }
   sleepers.fetch_sub(1, std::memory_order_seq_cst);

@@ -52,8 +52,7 @@ std::vector<Bytes> unpack_list(const Bytes& packed) {
 }
 }  // namespace
 
-Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context,
-                           std::vector<int> members, int rank)
+Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank)
     : runtime_(std::move(runtime)), context_(context), members_(std::move(members)), rank_(rank) {
   // Learned once: the topology is fixed when the runtime connects.
   const Topology& topology = runtime_->topology();
@@ -86,8 +85,8 @@ Bytes Communicator::wait_for(int source, int32_t tag, const char* call) {
   if ((message = matcher.take(context_, world_source, tag))) return std::move(*message);
   std::vector<int> watch = tag >= 0 ? std::vector<int>{world_source} : watched();
   runtime_->transport().wait_until(
-      [&] { return (message = matcher.take(context_, world_source, tag)).has_value(); },
-      runtime_->deadline(), watch, [&] {
+      [&] { return (message = matcher.take(context_, world_source, tag)).has_value(); }, runtime_->deadline(), watch,
+      [&] {
         return std::string("comm.") + call + " (waiting for rank " + std::to_string(source) +
                (tag >= 0 ? ", tag " + std::to_string(tag) : std::string()) + ")";
       });
@@ -98,8 +97,7 @@ void Communicator::send(std::span<const std::byte> data, int dest, int tag) {
   runtime_->require_active("comm.send");
   check_rank(dest, "send", "dest");
   if (tag < 0 || tag > kMaxTag) {
-    throw UsageError("rma: comm.send: tag " + std::to_string(tag) + " is outside [0, " +
-                     std::to_string(kMaxTag) + "]");
+    throw UsageError("rma: comm.send: tag " + std::to_string(tag) + " is outside [0, " + std::to_string(kMaxTag) + "]");
   }
   post(dest, tag, data);
 }
@@ -108,8 +106,7 @@ Bytes Communicator::recv(int source, int tag) {
   runtime_->require_active("comm.recv");
   check_rank(source, "recv", "source");
   if (tag < 0 || tag > kMaxTag) {
-    throw UsageError("rma: comm.recv: tag " + std::to_string(tag) + " is outside [0, " +
-                     std::to_string(kMaxTag) + "]");
+    throw UsageError("rma: comm.recv: tag " + std::to_string(tag) + " is outside [0, " + std::to_string(kMaxTag) + "]");
   }
   return wait_for(source, tag, "recv");
 }

@@ -22,8 +22,7 @@ class Communicator {
 
   // The runtime must be connected (its topology known). members: world ranks; rank: this
   // rank's index in members.
-  Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members,
-               int rank);
+  Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank);
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(members_.size()); }

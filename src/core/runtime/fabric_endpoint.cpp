@@ -37,8 +37,7 @@ struct FabricEndpoint::Operation {
 
 class FabricEndpoint::Region final : public LocalRegion {
  public:
-  Region(fabric::MemoryRegion mr, RegionDescriptor descriptor)
-      : mr_(std::move(mr)), descriptor_(descriptor) {}
+  Region(fabric::MemoryRegion mr, RegionDescriptor descriptor) : mr_(std::move(mr)), descriptor_(descriptor) {}
   RegionDescriptor descriptor() const override { return descriptor_; }
 
  private:
@@ -65,8 +64,8 @@ fabric::Info FabricEndpoint::hints(const std::string& provider) {
   return hints;
 }
 
-FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node,
-                               Transport& owner, double timeout_seconds)
+FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
+                               double timeout_seconds)
     : owner_(owner),
       timeout_seconds_(timeout_seconds),
       issued_(owner.size()),
@@ -116,8 +115,7 @@ void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {
 
 void FabricEndpoint::post_receive(Operation* receive) {
   // A receive that cannot be reposted now (-FI_EAGAIN) is retried by the next poll.
-  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, nullptr,
-                       FI_ADDR_UNSPEC, &receive->context);
+  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, nullptr, FI_ADDR_UNSPEC, &receive->context);
   if (rc == -FI_EAGAIN) {
     unposted_receives_.push_back(receive);
     return;
@@ -142,7 +140,9 @@ void FabricEndpoint::post(int target, const char* call, Post&& try_post) {
   // queue entries here, and lets a peer that waits for us go on), then retry.
   owner_.wait_until(
       attempt, Deadline::after(timeout_seconds_), std::span<const int>(&target, 1),
-      [&] { return std::string(call) + " to rank " + std::to_string(target) + " (the provider refused it until then)"; },
+      [&] {
+        return std::string(call) + " to rank " + std::to_string(target) + " (the provider refused it until then)";
+      },
       nullptr, /*interruptible=*/false);
 }
 
@@ -150,8 +150,7 @@ std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t 
   uint64_t key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_.fetch_add(1);
   std::lock_guard lock(mutex_);
   const fabric::Endpoint* bind_to = (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr;
-  fabric::MemoryRegion mr(*domain_, base, length,
-                          FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, key, bind_to);
+  fabric::MemoryRegion mr(*domain_, base, length, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, key, bind_to);
   RegionDescriptor descriptor;
   descriptor.base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
   descriptor.key = mr.key();
@@ -159,8 +158,7 @@ std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t 
   return std::make_unique<Region>(std::move(mr), descriptor);
 }
 
-void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t length,
-                              const RemoteAddress& remote) {
+void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote) {
   if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
   auto* op = new Operation(Operation::Kind::OneSided, target, 0);
   iovec iov{local, length};
@@ -188,8 +186,7 @@ void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t len
   }
 }
 
-void FabricEndpoint::write(int target, const void* source, size_t length,
-                           const RemoteAddress& destination) {
+void FabricEndpoint::write(int target, const void* source, size_t length, const RemoteAddress& destination) {
   transfer(true, target, const_cast<void*>(source), length, destination);
 }
 
@@ -203,8 +200,8 @@ void FabricEndpoint::send(int target, const FragmentHeader& header, std::span<co
   if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
   try {
     post(target, "fi_send", [&] {
-      ssize_t rc = fi_send(endpoint_->get(), op->data, op->length, nullptr,
-                           static_cast<fi_addr_t>(target), &op->context);
+      ssize_t rc =
+          fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
       if (rc == 0) {
         live_sends_.insert(op);
         ++sends_outstanding_;
@@ -253,8 +250,8 @@ bool FabricEndpoint::poll(Fragments& arrived) {
     } else {
       std::string& first = errors_[op->target];
       if (first.empty()) {
-        first = std::string(op->kind == Operation::Kind::Send ? "message" : "one-sided operation") +
-                " to rank " + std::to_string(op->target) + " failed: " + text;
+        first = std::string(op->kind == Operation::Kind::Send ? "message" : "one-sided operation") + " to rank " +
+                std::to_string(op->target) + " failed: " + text;
       }
       retire(op);
     }

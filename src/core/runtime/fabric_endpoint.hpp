@@ -29,8 +29,7 @@ class FabricEndpoint {
   // libfabric's choice) bound to `node` ("" = the provider's default), and posts the receives.
   // `owner` is the transport it serves: its progress drives a post the provider refuses for
   // now, for at most timeout_seconds. Throws FabricError.
-  FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
-                 double timeout_seconds);
+  FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner, double timeout_seconds);
   ~FabricEndpoint();
   FabricEndpoint(const FabricEndpoint&) = delete;
   FabricEndpoint& operator=(const FabricEndpoint&) = delete;

@@ -42,9 +42,7 @@ class FabricTransport final : public Transport {
     link_.ring(target);
   }
 
-  void set_handler(uint16_t id, ActiveMessageHandler handler) override {
-    router_.set_handler(id, std::move(handler));
-  }
+  void set_handler(uint16_t id, ActiveMessageHandler handler) override { router_.set_handler(id, std::move(handler)); }
   void send(int target, uint16_t handler, std::span<const std::byte> payload) override;
 
   bool idle(int target) override {
@@ -83,8 +81,7 @@ std::vector<std::byte> FabricTransport::address() const {
   return address;
 }
 
-void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses,
-                              const Topology& topology) {
+void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) {
   if (addresses.size() != static_cast<size_t>(size()) || topology.size() != size()) {
     throw UsageError("rma: connect needs " + std::to_string(size()) + " addresses and hosts, got " +
                      std::to_string(addresses.size()) + " and " + std::to_string(topology.size()));
@@ -108,8 +105,8 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
 
 void FabricTransport::check_target(int target, const char* call) const {
   if (target < 0 || target >= size()) {
-    throw UsageError(std::string("rma: ") + call + ": rank " + std::to_string(target) +
-                     " is not in the job (size " + std::to_string(size()) + ")");
+    throw UsageError(std::string("rma: ") + call + ": rank " + std::to_string(target) + " is not in the job (size " +
+                     std::to_string(size()) + ")");
   }
   if (!connected_) throw RmaError(std::string("rma: ") + call + " before the job was connected");
 }
@@ -144,8 +141,8 @@ bool FabricTransport::progress() {
   // When every peer's messages come through the inbox and nothing of ours is in flight, the
   // fabric has little to say (a peer's one-sided operation on our memory, now and then): a
   // completion-queue read costs more than the inbox, so it is polled every kFabricPollEvery.
-  bool fabric_due = !(inbox_messages_ && link_.reached_by_everyone()) || endpoint_.in_flight() ||
-                    ++passes_ % kFabricPollEvery == 0;
+  bool fabric_due =
+      !(inbox_messages_ && link_.reached_by_everyone()) || endpoint_.in_flight() || ++passes_ % kFabricPollEvery == 0;
   if (fabric_due) completed = endpoint_.poll(arrived);
   size_t from_inbox = link_.drain(arrived);
   if (!arrived.empty() || router_.has_pending()) router_.deliver(std::move(arrived));

@@ -60,8 +60,8 @@ void InboxLink::push(int target, const FragmentHeader& header, std::span<const s
         return false;
       },
       Deadline::after(timeout_seconds_), std::span<const int>(&target, 1),
-      [&] { return "a message to rank " + std::to_string(target) + " (its inbox stayed full)"; },
-      nullptr, /*interruptible=*/false);
+      [&] { return "a message to rank " + std::to_string(target) + " (its inbox stayed full)"; }, nullptr,
+      /*interruptible=*/false);
 }
 
 size_t InboxLink::drain(Fragments& arrived) {

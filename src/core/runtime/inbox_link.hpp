@@ -56,10 +56,10 @@ class InboxLink {
 
   Transport& owner_;
   double timeout_seconds_;
-  std::shared_ptr<ShmInbox> inbox_;                // this rank's (and its bell)
-  std::vector<std::shared_ptr<ShmInbox>> peers_;   // by rank; null: not reached
-  std::unique_ptr<std::mutex[]> push_mutexes_;     // one producer per peer's ring
-  std::mutex drain_mutex_;                         // one consumer of ours
+  std::shared_ptr<ShmInbox> inbox_;               // this rank's (and its bell)
+  std::vector<std::shared_ptr<ShmInbox>> peers_;  // by rank; null: not reached
+  std::unique_ptr<std::mutex[]> push_mutexes_;    // one producer per peer's ring
+  std::mutex drain_mutex_;                        // one consumer of ours
   bool reached_by_everyone_ = false;
 };
 

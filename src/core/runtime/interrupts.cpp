@@ -8,7 +8,7 @@ namespace rma {
 
 namespace {
 std::atomic<unsigned long> interrupts{0};
-struct sigaction previous {};
+struct sigaction previous{};
 
 void on_interrupt(int signal_number, siginfo_t* info, void* context) {
   interrupts.fetch_add(1, std::memory_order_relaxed);  // async-signal-safe: lock-free
@@ -22,13 +22,13 @@ void on_interrupt(int signal_number, siginfo_t* info, void* context) {
 }  // namespace
 
 void chain_interrupt_handler() {
-  struct sigaction current {};
+  struct sigaction current{};
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
   if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL)) {
     return;  // nobody handles SIGINT: its default (or ignoring it) stays as it is
   }
   if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_interrupt) return;  // chained already
-  struct sigaction mine {};
+  struct sigaction mine{};
   mine.sa_sigaction = on_interrupt;
   mine.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
   sigemptyset(&mine.sa_mask);

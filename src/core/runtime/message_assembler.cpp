@@ -12,18 +12,16 @@ MessageAssembler::MessageAssembler(int sources) : sources_(sources) {}
 void MessageAssembler::add(const FragmentHeader& header, std::span<const std::byte> payload,
                            std::vector<ActiveMessage>& ready) {
   if (header.source >= sources_.size() || header.offset + payload.size() > header.total) {
-    throw RmaError("rma: malformed active-message fragment from rank " +
-                   std::to_string(header.source));
+    throw RmaError("rma: malformed active-message fragment from rank " + std::to_string(header.source));
   }
   Source& source = sources_[header.source];
   if (header.sequence < source.next) {
     throw RmaError("rma: duplicate active message from rank " + std::to_string(header.source));
   }
   // Fast path: a whole message that is next in order needs no bookkeeping.
-  if (header.sequence == source.next && payload.size() == header.total &&
-      source.partial.empty()) {
-    ready.push_back({static_cast<int>(header.source), header.handler,
-                     std::vector<std::byte>(payload.begin(), payload.end())});
+  if (header.sequence == source.next && payload.size() == header.total && source.partial.empty()) {
+    ready.push_back(
+        {static_cast<int>(header.source), header.handler, std::vector<std::byte>(payload.begin(), payload.end())});
     ++source.next;
     return;
   }

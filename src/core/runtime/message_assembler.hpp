@@ -14,8 +14,8 @@ namespace rma {
 
 // Travels in front of every fragment.
 struct FragmentHeader {
-  uint32_t source;    // world rank of the sender
-  uint16_t handler;   // which active-message handler receives the message
+  uint32_t source;   // world rank of the sender
+  uint16_t handler;  // which active-message handler receives the message
   uint16_t reserved;
   uint64_t sequence;  // per (source, destination), from 0
   uint64_t offset;    // of this fragment's payload within the message
@@ -42,8 +42,7 @@ class MessageAssembler {
   explicit MessageAssembler(int sources);
   // Takes one fragment; appends to `ready` every message this completes, in source order.
   // Throws RmaError on a malformed fragment.
-  void add(const FragmentHeader& header, std::span<const std::byte> payload,
-           std::vector<ActiveMessage>& ready);
+  void add(const FragmentHeader& header, std::span<const std::byte> payload, std::vector<ActiveMessage>& ready);
   // Messages begun or waiting for earlier ones (for diagnostics and tests).
   size_t pending() const;
 
@@ -54,7 +53,7 @@ class MessageAssembler {
     uint64_t received = 0;
   };
   struct Source {
-    uint64_t next = 0;                   // the sequence number to hand on next
+    uint64_t next = 0;                    // the sequence number to hand on next
     std::map<uint64_t, Partial> partial;  // by sequence number
   };
   void release_in_order(int source, std::vector<ActiveMessage>& ready);

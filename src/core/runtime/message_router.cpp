@@ -70,15 +70,14 @@ void MessageRouter::dispatch(Fragments& batch) {
   }
   for (auto& message : ready) {
     if (message.handler >= handlers_.size() || !handlers_[message.handler]) {
-      std::fprintf(stderr, "rma: rank %d: no handler %u for a message from rank %d\n", rank_,
-                   message.handler, message.source);
+      std::fprintf(stderr, "rma: rank %d: no handler %u for a message from rank %d\n", rank_, message.handler,
+                   message.source);
       continue;
     }
     try {
       handlers_[message.handler](message.source, std::move(message.payload));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "rma: rank %d: active-message handler %u failed: %s\n", rank_,
-                   message.handler, e.what());
+      std::fprintf(stderr, "rma: rank %d: active-message handler %u failed: %s\n", rank_, message.handler, e.what());
     }
   }
 }

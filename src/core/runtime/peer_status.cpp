@@ -31,8 +31,8 @@ void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::strin
   for (int rank : ranks) {
     if (rank != my_rank && dead(rank)) {
       throw PeerError("rma: rank " + std::to_string(rank) +
-                      " died (its process ended without rma.finalize()) while rank " +
-                      std::to_string(my_rank) + " was in " + during);
+                      " died (its process ended without rma.finalize()) while rank " + std::to_string(my_rank) +
+                      " was in " + during);
     }
   }
 }

@@ -60,8 +60,7 @@ void Runtime::require_active_or_unconnected() const {
   if (!transport_) throw RmaError("rma: the runtime has been finalized");
 }
 
-void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses,
-                      const std::vector<std::string>& hosts) {
+void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses, const std::vector<std::string>& hosts) {
   require_active_or_unconnected();
   if (active()) throw RmaError("rma: the runtime is already connected");
   if (addresses.size() != static_cast<size_t>(size()) || hosts.size() != static_cast<size_t>(size())) {

@@ -71,8 +71,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // address(), hosts[r] its host identity (ranks with equal identities share a host). Call
   // once. Throws UsageError when either list does not have size() entries, RmaError when
   // called twice or after finalize().
-  void connect(const std::vector<std::vector<std::byte>>& addresses,
-               const std::vector<std::string>& hosts);
+  void connect(const std::vector<std::vector<std::byte>>& addresses, const std::vector<std::string>& hosts);
   // Which ranks share a host (see topology.hpp). Throws RmaError before connect().
   const Topology& topology() const;
   // The communicator of all ranks. Throws RmaError unless active().

@@ -24,7 +24,7 @@ namespace rma {
 
 class ShmInbox {
  public:
-  static constexpr size_t kSlots = 8;             // fragments in flight per source
+  static constexpr size_t kSlots = 8;              // fragments in flight per source
   static constexpr size_t kSlotBytes = 64 * 1024;  // one fragment: header and payload
 
   // This rank's inbox, for sources [0, ranks).

@@ -8,8 +8,8 @@ namespace rma {
 
 Topology::Topology(const std::vector<std::string>& hosts, int me) : host_of_(hosts.size()) {
   if (me < 0 || me >= size()) {
-    throw UsageError("rma: rank " + std::to_string(me) + " is not among the " +
-                     std::to_string(hosts.size()) + " ranks whose hosts were given");
+    throw UsageError("rma: rank " + std::to_string(me) + " is not among the " + std::to_string(hosts.size()) +
+                     " ranks whose hosts were given");
   }
   std::map<std::string, int> numbers;
   for (size_t rank = 0; rank < hosts.size(); ++rank) {
@@ -24,8 +24,7 @@ Topology::Topology(const std::vector<std::string>& hosts, int me) : host_of_(hos
 
 int Topology::host_of(int rank) const {
   if (rank < 0 || rank >= size()) {
-    throw UsageError("rma: rank " + std::to_string(rank) + " is not in the job (size " +
-                     std::to_string(size()) + ")");
+    throw UsageError("rma: rank " + std::to_string(rank) + " is not in the job (size " + std::to_string(size()) + ")");
   }
   return host_of_[rank];
 }

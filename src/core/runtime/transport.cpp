@@ -7,9 +7,8 @@
 
 namespace rma {
 
-void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline,
-                           std::span<const int> watch, const std::function<std::string()>& what,
-                           Bell* bell, bool interruptible) {
+void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
+                           const std::function<std::string()>& what, Bell* bell, bool interruptible) {
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
@@ -21,12 +20,12 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     // noticing it (the progress thread serves the fabric meanwhile).
     bool busy = bell == nullptr && progress();
     if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
-    if (interruptible && interrupt_count() != interrupts_before) throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
+    if (interruptible && interrupt_count() != interrupts_before)
+      throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
     if (deadline.expired()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
-      throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) +
-                         " did not finish within " + seconds +
+      throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) + " did not finish within " + seconds +
                          " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
     }
     if (busy) {

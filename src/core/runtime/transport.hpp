@@ -59,8 +59,7 @@ class Transport {
   // ranks may be reached through shared memory. Call once, before any traffic. Throws
   // UsageError when an address is missing or malformed, FabricError when the provider
   // refuses one.
-  virtual void connect(const std::vector<std::vector<std::byte>>& addresses,
-                       const Topology& topology) = 0;
+  virtual void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) = 0;
   // The libfabric provider in use, e.g. "shm" or "tcp;ofi_rxm".
   virtual std::string provider() const = 0;
 
@@ -72,8 +71,7 @@ class Transport {
   // and unchanged until then. Zero lengths are no-ops. Throw UsageError for a rank outside
   // the job, RmaError before connect(), FabricError when the provider fails, and, while the
   // provider refuses the post (its queues full), what wait_until throws.
-  virtual void write(int target, const void* source, size_t length,
-                     const RemoteAddress& destination) = 0;
+  virtual void write(int target, const void* source, size_t length, const RemoteAddress& destination) = 0;
   virtual void read(int target, void* destination, size_t length, const RemoteAddress& source) = 0;
 
   // Active messages: any size; delivered to the target's handler in the order sent by each
@@ -104,9 +102,8 @@ class Transport {
   // polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
   // Every blocking loop of the transports is this one, posts that wait for room included
   // (uninterruptible: a message must not stop between its fragments).
-  void wait_until(const std::function<bool()>& done, const Deadline& deadline,
-                  std::span<const int> watch, const std::function<std::string()>& what,
-                  Bell* bell = nullptr, bool interruptible = true);
+  void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
+                  const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true);
   static constexpr std::chrono::microseconds kBellCheck{100'000};
 
  private:

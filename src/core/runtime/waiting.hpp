@@ -33,7 +33,10 @@ class Backoff {
         yield_(std::chrono::microseconds(yield_us)),
         max_sleep_us_(max_sleep_us) {}
   void idle();
-  void reset() { idle_since_ = Clock::time_point{}; sleep_us_ = kFirstSleepUs; }
+  void reset() {
+    idle_since_ = Clock::time_point{};
+    sleep_us_ = kFirstSleepUs;
+  }
   // Whether idle() has reached its sleeping phase (past spinning and yielding).
   bool sleeping() const { return idle_since_ != Clock::time_point{} && Clock::now() - idle_since_ >= yield_; }
 

@@ -8,8 +8,13 @@
 namespace rma {
 
 Epochs::Epochs(int rank, int size, std::string label)
-    : rank_(rank), size_(size), label_(std::move(label)), in_access_group_(size, 0), post_matched_(size, 0),
-      held_(size, 0), held_nocheck_(size, 0) {}
+    : rank_(rank),
+      size_(size),
+      label_(std::move(label)),
+      in_access_group_(size, 0),
+      post_matched_(size, 0),
+      held_(size, 0),
+      held_nocheck_(size, 0) {}
 
 std::string Epochs::where(const char* call, int target) const {
   std::string text = std::string("win.") + call;
@@ -103,7 +108,8 @@ void Epochs::fenced(int mode) {
 void Epochs::check_fence_idle(const char* call, bool locking) const {
   check_open(call);
   if (!locking && in_passive_epoch(kProcNull)) {
-    throw EpochError("rma: " + where(call, -1) + ": a passive-target epoch (lock) is open on this window; unlock first");
+    throw EpochError("rma: " + where(call, -1) +
+                     ": a passive-target epoch (lock) is open on this window; unlock first");
   }
   if (fence_ && calls_ > 0) {
     throw EpochError("rma: " + where(call, -1) + ": a fence epoch with " + std::to_string(calls_) +
@@ -198,8 +204,8 @@ void Epochs::before_unlock(int target) const {
                      ": the epoch was opened by win.lock_all(); end it with win.unlock_all()");
   }
   if (target < 0 || target >= size_ || !held_[target]) {
-    throw EpochError("rma: " + where("unlock", target) + ": this rank holds no lock on rank " +
-                     std::to_string(target) + " (win.lock was not called)");
+    throw EpochError("rma: " + where("unlock", target) + ": this rank holds no lock on rank " + std::to_string(target) +
+                     " (win.lock was not called)");
   }
 }
 
@@ -274,9 +280,9 @@ void Epochs::before_free() const {
     throw EpochError("rma: " + where("free", -1) + ": a passive-target epoch is open (unlock first)");
   }
   if (access_open_ || exposure_open_) {
-    throw EpochError("rma: " + where("free", -1) + ": inside an " +
-                     (access_open_ ? "access epoch (call win.complete() first)"
-                                   : "exposure epoch (call win.wait() first)"));
+    throw EpochError(
+        "rma: " + where("free", -1) + ": inside an " +
+        (access_open_ ? "access epoch (call win.complete() first)" : "exposure epoch (call win.wait() first)"));
   }
   if (fence_ && calls_ > 0) {
     throw EpochError("rma: " + where("free", -1) + ": inside a fence epoch with " + std::to_string(calls_) +

@@ -50,11 +50,11 @@ class Reach {
   virtual void put(int target, const void* data, const Region& region) = 0;
   virtual void get(int target, void* out, const Region& region) = 0;
   // accumulate (result null) or get_accumulate; op fits type (checked by the caller).
-  virtual void accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
-                          void* result, const Region& region) = 0;
+  virtual void accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data, void* result,
+                          const Region& region) = 0;
   // One element.
-  virtual void compare_and_swap(int target, ElementType type, const void* data, const void* compare,
-                                void* result, const Region& region) = 0;
+  virtual void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                                const Region& region) = 0;
 
   // The direct path of put and get (copies_directly()): one admitted contiguous run of bytes
   // at offset, inside the target's window. True when done and complete; false with nothing

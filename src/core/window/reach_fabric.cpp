@@ -26,8 +26,13 @@ bool window_wire::covers(const std::vector<std::pair<uint64_t, uint64_t>>& attac
 
 FabricReach::FabricReach(std::shared_ptr<Communicator> comm, uint32_t window,
                          const std::vector<RegionDescriptor>& peers, bool dynamic, Where where)
-    : Reach(false, false), comm_(std::move(comm)), window_(window), peers_(peers), dynamic_(dynamic),
-      where_(std::move(where)), known_attachments_(peers.size()),
+    : Reach(false, false),
+      comm_(std::move(comm)),
+      window_(window),
+      peers_(peers),
+      dynamic_(dynamic),
+      where_(std::move(where)),
+      known_attachments_(peers.size()),
       outstanding_to_(new std::atomic<int64_t>[peers.size()]) {
   for (size_t r = 0; r < peers.size(); ++r) outstanding_to_[r] = 0;
 }
@@ -78,8 +83,8 @@ void FabricReach::accumulate(const char* call, int target, ReduceOp op, ElementT
   send_request(call, kWindowApply, target, message, result, result ? region.bytes() : 0);
 }
 
-void FabricReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
-                                   void* result, const Region& region) {
+void FabricReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                                   const Region& region) {
   Bytes message = apply_request(window_wire::Kind::CompareSwap, ReduceOp::Replace, type, region);
   auto operand = static_cast<const std::byte*>(data);
   auto comparand = static_cast<const std::byte*>(compare);
@@ -99,8 +104,8 @@ Bytes FabricReach::apply_request(window_wire::Kind kind, ReduceOp op, ElementTyp
   return message;
 }
 
-void FabricReach::send_request(const char* call, uint16_t handler, int target, const Bytes& message,
-                               void* reply_to, size_t reply_bytes, bool attachments) {
+void FabricReach::send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
+                               size_t reply_bytes, bool attachments) {
   uint64_t request;
   std::memcpy(&request, message.data() + 4, sizeof request);
   {
@@ -163,7 +168,8 @@ void FabricReach::take_reply(std::span<const std::byte> message, size_t position
   {
     std::lock_guard lock(pending_mutex_);
     auto found = pending_.find(request);
-    if (found == pending_.end()) throw RmaError("rma: window " + std::to_string(window_) + ": a reply nobody waits for");
+    if (found == pending_.end())
+      throw RmaError("rma: window " + std::to_string(window_) + ": a reply nobody waits for");
     pending = found->second;
     if (refused && refusal_.empty()) {
       refusal_ = "rma: " + where_(pending.call, pending.target) +

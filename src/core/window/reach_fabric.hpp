@@ -24,7 +24,7 @@ namespace rma {
 // The wire format shared by the origin (FabricReach) and the target (Window::serve_*).
 namespace window_wire {
 enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };  // of an apply request
-constexpr std::byte kAccepted{0}, kRefused{1};  // first byte of a reply's body
+constexpr std::byte kAccepted{0}, kRefused{1};                                 // first byte of a reply's body
 // Every request and reply starts with the window id and the request id.
 Bytes header(uint32_t window, uint64_t request);
 // Whether [low, high) lies inside one of attachments (address, bytes).

@@ -35,13 +35,12 @@ void MappedReach::put(int target, const void* data, const Region& region) {
 
 void MappedReach::get(int target, void* out, const Region& region) {
   auto into = static_cast<std::byte*>(out);
-  each_run(region, memory(target), [&](size_t at, std::byte* from, uint64_t length) {
-    std::memmove(into + at, from, length);
-  });
+  each_run(region, memory(target),
+           [&](size_t at, std::byte* from, uint64_t length) { std::memmove(into + at, from, length); });
 }
 
-void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType type, const void* data,
-                             void* result, const Region& region) {
+void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType type, const void* data, void* result,
+                             const Region& region) {
   auto operand = static_cast<const std::byte*>(data);
   auto fetched = static_cast<std::byte*>(result);
   uint32_t element = region.element_size();
@@ -53,8 +52,8 @@ void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType t
   });
 }
 
-void MappedReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
-                                   void* result, const Region& region) {
+void MappedReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                                   const Region& region) {
   compare_and_swap_direct(target, type, region.element_size(), data, compare, result, region.offset());
 }
 

@@ -28,8 +28,8 @@ class MappedReach final : public Reach {
   bool get_direct(int target, void* out, uint64_t offset, uint64_t bytes) override;
   // The direct accumulate family: one admitted contiguous run at offset; element is
   // element_size(type), not 0. Inline: the direct path calls them without a virtual call.
-  void accumulate_direct(int target, ReduceOp op, ElementType type, size_t element, const void* data,
-                         void* result, uint64_t offset, uint64_t bytes) {
+  void accumulate_direct(int target, ReduceOp op, ElementType type, size_t element, const void* data, void* result,
+                         uint64_t offset, uint64_t bytes) {
     std::byte* to = memory(target) + offset;
     control_.with_accumulate_lock(target, [&] {
       apply_reduce_plain(op, type, element, to, op == ReduceOp::NoOp ? nullptr : data, result, bytes / element);

@@ -15,8 +15,12 @@
 namespace rma {
 
 VmReach::VmReach(std::vector<int> pids, std::vector<uint64_t> bases, Routes& routes, Reach& fallback, Where where)
-    : Reach(true, true), pids_(std::move(pids)), bases_(std::move(bases)), routes_(routes),
-      fallback_(fallback), where_(std::move(where)) {}
+    : Reach(true, true),
+      pids_(std::move(pids)),
+      bases_(std::move(bases)),
+      routes_(routes),
+      fallback_(fallback),
+      where_(std::move(where)) {}
 
 void VmReach::put(int target, const void* data, const Region& region) {
   if (!copy(true, target, const_cast<void*>(data), region)) fallback_.put(target, data, region);
@@ -26,14 +30,14 @@ void VmReach::get(int target, void* out, const Region& region) {
   if (!copy(false, target, out, region)) fallback_.get(target, out, region);
 }
 
-void VmReach::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
-                         void* result, const Region& region) {
+void VmReach::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data, void* result,
+                         const Region& region) {
   // Atomic with respect to the target's other accumulates only if the target applies them all.
   fallback_.accumulate(call, target, op, type, data, result, region);
 }
 
-void VmReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare,
-                               void* result, const Region& region) {
+void VmReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                               const Region& region) {
   fallback_.compare_and_swap(target, type, data, compare, result, region);
 }
 

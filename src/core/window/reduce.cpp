@@ -33,8 +33,7 @@ T atomic_update(void* address, Update update) {
     std::atomic_ref<T> element(*static_cast<T*>(address));
     T old = element.load(std::memory_order_relaxed);
     // compare_exchange compares representations; a NaN stored compares equal to itself.
-    while (!element.compare_exchange_weak(old, update(old), std::memory_order_acq_rel,
-                                          std::memory_order_relaxed)) {
+    while (!element.compare_exchange_weak(old, update(old), std::memory_order_acq_rel, std::memory_order_relaxed)) {
     }
     return old;
   }
@@ -113,8 +112,7 @@ void apply_typed(ReduceOp op, void* target, const void* operand, void* fetched, 
       old = atomic_update<T>(bytes + i * sizeof(T), [](T current) { return current; });
     } else {
       T value = load<T>(in + i * sizeof(T));
-      old = atomic_update<T>(bytes + i * sizeof(T),
-                             [op, value](T current) { return combine<T>(op, current, value); });
+      old = atomic_update<T>(bytes + i * sizeof(T), [op, value](T current) { return combine<T>(op, current, value); });
     }
     if (out != nullptr) std::memcpy(out + i * sizeof(T), &old, sizeof(T));
   }
@@ -123,9 +121,8 @@ void apply_typed(ReduceOp op, void* target, const void* operand, void* fetched, 
 template <class T>
 void cas_typed(void* target, const void* compare, const void* operand, void* fetched) {
   T expected = load<T>(compare), desired = load<T>(operand);
-  T old = atomic_update<T>(target, [&](T current) {
-    return std::memcmp(&current, &expected, sizeof(T)) == 0 ? desired : current;
-  });
+  T old = atomic_update<T>(
+      target, [&](T current) { return std::memcmp(&current, &expected, sizeof(T)) == 0 ? desired : current; });
   std::memcpy(fetched, &old, sizeof(T));
 }
 
@@ -242,8 +239,8 @@ std::string describe(ElementType type) {
   return index < kElementTypeNames.size() ? kElementTypeNames[index] : "type " + std::to_string(index);
 }
 
-void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* target,
-                  const void* operand, void* fetched, size_t count) {
+void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* target, const void* operand, void* fetched,
+                  size_t count) {
   if (!op_fits(op, type)) {
     throw UsageError("rma: " + describe(op) + " does not apply to " + describe(type));
   }
@@ -259,13 +256,12 @@ void apply_reduce(ReduceOp op, ElementType type, size_t element_bytes, void* tar
   dispatch(type, [&](auto tag) { apply_typed<decltype(tag)>(op, target, operand, fetched, count); });
 }
 
-void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand,
-                      void* fetched) {
+void compare_and_swap(ElementType type, void* target, const void* compare, const void* operand, void* fetched) {
   dispatch(type, [&](auto tag) { cas_typed<decltype(tag)>(target, compare, operand, fetched); });
 }
 
-void apply_reduce_plain(ReduceOp op, ElementType type, size_t element_bytes, void* target,
-                        const void* operand, void* fetched, size_t count) {
+void apply_reduce_plain(ReduceOp op, ElementType type, size_t element_bytes, void* target, const void* operand,
+                        void* fetched, size_t count) {
   if (!op_fits(op, type)) {
     throw UsageError("rma: " + describe(op) + " does not apply to " + describe(type));
   }

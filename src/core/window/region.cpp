@@ -31,8 +31,7 @@ void Region::normalize() {
   // Merge a dimension into the one inside it when its stride steps exactly over that one.
   std::vector<RegionDim> merged;
   for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
-    if (!merged.empty() &&
-        it->stride == merged.back().stride * static_cast<int64_t>(merged.back().count)) {
+    if (!merged.empty() && it->stride == merged.back().stride * static_cast<int64_t>(merged.back().count)) {
       merged.back().count *= it->count;
     } else {
       merged.push_back(*it);
@@ -61,7 +60,6 @@ std::pair<int64_t, int64_t> Region::extent() const noexcept {
   }
   return {low, high + element_size_};
 }
-
 
 void Region::append_to(std::vector<std::byte>& out) const {
   wire::append<uint64_t>(out, offset_);

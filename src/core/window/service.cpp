@@ -14,8 +14,8 @@
 
 namespace rma {
 
-using window_wire::Kind;
 using window_wire::kAccepted;
+using window_wire::Kind;
 using window_wire::kRefused;
 
 // ---- data requests ----
@@ -51,13 +51,11 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
     std::byte* target = local_address(offset);
     std::byte* fetched = fetching ? reply.data() + fetched_at + cursor : nullptr;
     switch (kind) {
-      case Kind::Copy:
-        std::memcpy(target, data + cursor, length);
-        break;
+      case Kind::Copy: std::memcpy(target, data + cursor, length); break;
       case Kind::Accumulate:
       case Kind::FetchAccumulate:
-        apply_reduce(op, type, element, target, op == ReduceOp::NoOp ? nullptr : data + cursor,
-                     fetched, length / element);
+        apply_reduce(op, type, element, target, op == ReduceOp::NoOp ? nullptr : data + cursor, fetched,
+                     length / element);
         break;
       case Kind::CompareSwap:
         rma::compare_and_swap(type, target, data + region.bytes() + cursor, data + cursor, fetched);
@@ -115,9 +113,7 @@ void Window::serve_attachments(int source, std::span<const std::byte> message, s
   comm_->runtime().transport().send(source, kWindowReply, reply);
 }
 
-void Window::take_reply(std::span<const std::byte> message, size_t position) {
-  fabric_->take_reply(message, position);
-}
+void Window::take_reply(std::span<const std::byte> message, size_t position) { fabric_->take_reply(message, position); }
 
 // ---- notices and locks ----
 
@@ -130,7 +126,8 @@ int Window::rank_of_world(int world_rank) const {
 }
 
 MessageSync& Window::message_sync(const char* what) {
-  if (message_sync_ == nullptr) throw RmaError("rma: " + label() + ": a " + what + " message, but it synchronizes in shared memory");
+  if (message_sync_ == nullptr)
+    throw RmaError("rma: " + label() + ": a " + what + " message, but it synchronizes in shared memory");
   return *message_sync_;
 }
 

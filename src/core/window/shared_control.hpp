@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "runtime/bell.hpp"
+#include "runtime/shared_segment.hpp"
 #include "runtime/waiting.hpp"
 #include "window/lock_queue.hpp"
-#include "runtime/shared_segment.hpp"
 
 namespace rma {
 
@@ -92,7 +92,9 @@ class SharedControl {
   static constexpr std::chrono::milliseconds kStallCheck{10};
   Header& header(int rank) const { return *reinterpret_cast<Header*>(blocks_[rank]->data()); }
   template <class T>
-  T* array(int rank, size_t at) const { return reinterpret_cast<T*>(blocks_[rank]->data() + at); }
+  T* array(int rank, size_t at) const {
+    return reinterpret_cast<T*>(blocks_[rank]->data() + at);
+  }
   LockQueue& queue(int rank) const { return *reinterpret_cast<LockQueue*>(blocks_[rank]->data() + queue_at_); }
 
   std::vector<std::shared_ptr<SharedSegment>> blocks_;

@@ -41,11 +41,12 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
   comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
   std::vector<int> watch{comm_->members()[target]};
   try {
-    comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(),
-                                            watch, [&] {
-      return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
-             " lock on rank " + std::to_string(target) + ", held by another rank)";
-    });
+    comm_->runtime().transport().wait_until(
+        [&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), watch,
+        [&] {
+          return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
+                 " lock on rank " + std::to_string(target) + ", held by another rank)";
+        });
   } catch (...) {
     // Given up (deadline, interrupt): the request stays queued at the target. Whenever its
     // grant comes, hand the lock straight back, or nobody else would ever get it.

@@ -46,10 +46,9 @@ void SharedSync::barrier() {
   // setting up a wait.
   for (int look = 0; look < 64 && !control_->passed(round); ++look) cpu_relax();
   if (control_->passed(round)) return;
-  comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
-                                          comm_->members(),
-                                          [&] { return where_("fence", -1) + " (waiting for the other ranks to fence)"; },
-                                          bell());
+  comm_->runtime().transport().wait_until(
+      [&] { return control_->passed(round); }, comm_->runtime().deadline(), comm_->members(),
+      [&] { return where_("fence", -1) + " (waiting for the other ranks to fence)"; }, bell());
 }
 
 void SharedSync::notify(Notice notice, const std::vector<int>& ranks) {
@@ -75,11 +74,13 @@ bool SharedSync::lock(int target, int type, bool try_only, const char* call) {
   // Any rank may hold the lock: one that dies holding it would keep it forever, so a death
   // anywhere in the window ends the wait.
   try {
-    comm_->runtime().transport().wait_until([&] { return grant.load() != 0; }, comm_->runtime().deadline(),
-                                            comm_->members(), [&] {
-      return where_(call, target) + " (waiting for the " + lock_name(type) + " lock on rank " +
-             std::to_string(target) + ", held by another rank)";
-    }, bell());
+    comm_->runtime().transport().wait_until(
+        [&] { return grant.load() != 0; }, comm_->runtime().deadline(), comm_->members(),
+        [&] {
+          return where_(call, target) + " (waiting for the " + lock_name(type) + " lock on rank " +
+                 std::to_string(target) + ", held by another rank)";
+        },
+        bell());
   } catch (...) {
     // Given up (deadline, interrupt): leave the queue, or hand back a grant that came meanwhile.
     control_->with_queue(target, [&](LockQueue& queue) {

@@ -31,8 +31,8 @@ struct Published {
 
 // ---- creation and teardown ----
 
-std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes,
-                                       const std::string& label, bool same_host) {
+std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
+                                       bool same_host) {
   return establish(comm, base, bytes, label, false, nullptr, same_host);
 }
 
@@ -40,8 +40,7 @@ std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const s
   return establish(comm, nullptr, 0, label, true);
 }
 
-std::shared_ptr<Window> Window::create_shared(const Communicator& comm,
-                                              std::shared_ptr<SharedSegment> local,
+std::shared_ptr<Window> Window::create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
                                               const std::string& label) {
   return establish(comm, local->data(), local->bytes(), label, false, local);
 }
@@ -118,8 +117,8 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     window->near_ = std::make_unique<MappedReach>(std::move(segments), control);
     reach = window->near_.get();
   } else if (controlled) {
-    window->near_ = std::make_unique<VmReach>(std::move(pids), std::move(addresses), window->routes_,
-                                              *window->fabric_, where);
+    window->near_ =
+        std::make_unique<VmReach>(std::move(pids), std::move(addresses), window->routes_, *window->fabric_, where);
     reach = window->near_.get();
   }
   window->routes_.assign(own->size(), reach);
@@ -132,10 +131,15 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   return window;
 }
 
-Window::Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
-               uint64_t bytes, std::string label)
-    : comm_(std::move(comm)), service_(service), id_(id), base_(base), bytes_(bytes),
-      all_ranks_(comm_->size()), epochs_(comm_->rank(), comm_->size(), std::move(label)) {
+Window::Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base, uint64_t bytes,
+               std::string label)
+    : comm_(std::move(comm)),
+      service_(service),
+      id_(id),
+      base_(base),
+      bytes_(bytes),
+      all_ranks_(comm_->size()),
+      epochs_(comm_->rank(), comm_->size(), std::move(label)) {
   std::iota(all_ranks_.begin(), all_ranks_.end(), 0);
 }
 
@@ -166,12 +170,14 @@ void Window::free() {
 }
 
 void Window::attach(void* base, uint64_t bytes) {
-  if (!dynamic_) throw UsageError("rma: win.attach on rank " + std::to_string(rank()) + ": " + label() + " is not dynamic");
+  if (!dynamic_)
+    throw UsageError("rma: win.attach on rank " + std::to_string(rank()) + ": " + label() + " is not dynamic");
   std::lock_guard lock(attachments_mutex_);
   auto address = reinterpret_cast<uint64_t>(base);
   for (const auto& [start, length] : attachments_) {
     if (address < start + length && start < address + bytes) {
-      throw UsageError("rma: win.attach on rank " + std::to_string(rank()) + ": the memory overlaps memory already attached to " + label());
+      throw UsageError("rma: win.attach on rank " + std::to_string(rank()) +
+                       ": the memory overlaps memory already attached to " + label());
     }
   }
   attachments_.emplace_back(address, bytes);

@@ -47,15 +47,14 @@ class Window : public std::enable_shared_from_this<Window> {
   // window in error messages, e.g. "window 3 (float64, shape (10,))". same_host: every rank
   // of comm runs on this host, so synchronization goes through shared memory and puts and
   // gets copy straight between the processes (process_vm_writev/readv).
-  static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes,
-                                        const std::string& label, bool same_host = false);
+  static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
+                                        bool same_host = false);
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
   static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label);
   // Collective, every rank of comm on one host: a window over shared segments that every rank
   // maps; calls to any rank then move data with memcpy and CPU atomics, without the fabric.
-  static std::shared_ptr<Window> create_shared(const Communicator& comm,
-                                               std::shared_ptr<SharedSegment> local,
+  static std::shared_ptr<Window> create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
                                                const std::string& label);
   // A shared window's segment of `rank` (its memory as this process maps it); null otherwise.
   std::shared_ptr<SharedSegment> segment(int rank) const;
@@ -75,9 +74,7 @@ class Window : public std::enable_shared_from_this<Window> {
   bool freed() const noexcept { return epochs_.freed(); }
   // UsageError naming the call unless rank is a rank of the window (or kProcNull, when
   // allow_null): the entrance's check before anything else (the epochs' one rule).
-  void check_rank(const char* call, int64_t rank, bool allow_null) const {
-    epochs_.check_rank(rank, call, allow_null);
-  }
+  void check_rank(const char* call, int64_t rank, bool allow_null) const { epochs_.check_rank(rank, call, allow_null); }
   // "win.put to rank 1 on rank 0 of window 3 (...)": how messages name a call (target < 0: none).
   std::string where(const char* call, int target) const { return epochs_.where(call, target); }
 
@@ -92,10 +89,10 @@ class Window : public std::enable_shared_from_this<Window> {
   void get(int target, void* out, const Region& region, const char* call = "get");
   void accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region,
                   const char* call = "accumulate");
-  void get_accumulate(int target, ReduceOp op, ElementType type, const void* data, void* result,
-                      const Region& region, const char* call = "get_accumulate");
-  void compare_and_swap(int target, ElementType type, const void* data, const void* compare,
-                        void* result, const Region& region, const char* call = "compare_and_swap");
+  void get_accumulate(int target, ReduceOp op, ElementType type, const void* data, void* result, const Region& region,
+                      const char* call = "get_accumulate");
+  void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                        const Region& region, const char* call = "compare_and_swap");
 
   // The direct path (window_calls.cpp): the quick form of the calls above, for a target
   // reached without the fabric (mapped memory; process_vm for put/get), one contiguous run of
@@ -105,10 +102,10 @@ class Window : public std::enable_shared_from_this<Window> {
   // the errors. Callers try this first, with the GIL held (src/bindings/window_object.cpp).
   bool put_direct(int target, const void* data, uint64_t offset, uint64_t bytes);
   bool get_direct(int target, void* out, uint64_t offset, uint64_t bytes);
-  bool get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data,
-                             void* result, uint64_t offset, uint64_t bytes);
-  bool compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
-                               void* result, uint64_t offset);
+  bool get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data, void* result, uint64_t offset,
+                             uint64_t bytes);
+  bool compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare, void* result,
+                               uint64_t offset);
   // flush(target) when nothing to target can be in flight (every call so far was direct);
   // false (nothing done) otherwise.
   bool flush_direct(int target);
@@ -143,10 +140,10 @@ class Window : public std::enable_shared_from_this<Window> {
   void lock(int target, int type, int mode);
   // A lock granted only if it can be at once (at the head of an empty queue): false if not.
   bool try_lock(int target, int type);
-  void unlock(int target);          // completes this epoch's calls to target, then releases
-  void lock_all(int mode);          // a shared lock on every rank
+  void unlock(int target);  // completes this epoch's calls to target, then releases
+  void lock_all(int mode);  // a shared lock on every rank
   void unlock_all();
-  void flush(int target);           // completes the calls to target, at origin and target
+  void flush(int target);  // completes the calls to target, at origin and target
   void flush_all();
   // Whether every call to target has completed (makes one pass of progress; never waits).
   bool target_idle(int target);
@@ -167,12 +164,11 @@ class Window : public std::enable_shared_from_this<Window> {
  private:
   using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
 
-  Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base,
-         uint64_t bytes, std::string label);
+  Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base, uint64_t bytes,
+         std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, bool dynamic,
-                                           std::shared_ptr<SharedSegment> segment = nullptr,
-                                           bool same_host = false);
+                                           std::shared_ptr<SharedSegment> segment = nullptr, bool same_host = false);
   Where namer() const;
 
   // ---- admission (window_calls.cpp) ----
@@ -220,9 +216,9 @@ class Window : public std::enable_shared_from_this<Window> {
   void* base_;
   uint64_t bytes_;
   std::unique_ptr<LocalRegion> registration_;
-  std::vector<RegionDescriptor> peers_;  // by rank of comm_
+  std::vector<RegionDescriptor> peers_;                   // by rank of comm_
   std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
-  std::vector<int> all_ranks_;  // 0 .. size - 1
+  std::vector<int> all_ranks_;                            // 0 .. size - 1
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
   Attachments attachments_;  // this rank's, for a dynamic window

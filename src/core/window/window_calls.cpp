@@ -53,14 +53,14 @@ bool Window::admit(const char* call, int target, const Region& region) {
 
 void Window::await_post(int target, const char* call) {
   std::vector<int> watch{comm_->members()[target]};
-  comm_->runtime().transport().wait_until(
-      [&] { return sync_->post_arrived(target); }, comm_->runtime().deadline(), watch,
-      [&] {
-        return epochs_.where(call, target) + " in the access epoch of win.start(" +
-               Epochs::ranks_text(epochs_.access_group()) + ") (waiting for rank " + std::to_string(target) +
-               " to call win.post)";
-      },
-      sync_->bell());
+  comm_->runtime().transport().wait_until([&] { return sync_->post_arrived(target); }, comm_->runtime().deadline(),
+                                          watch,
+                                          [&] {
+                                            return epochs_.where(call, target) + " in the access epoch of win.start(" +
+                                                   Epochs::ranks_text(epochs_.access_group()) + ") (waiting for rank " +
+                                                   std::to_string(target) + " to call win.post)";
+                                          },
+                                          sync_->bell());
   sync_->take_post(target);
   epochs_.post_matched(target);
 }
@@ -141,8 +141,8 @@ bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, co
   return true;
 }
 
-bool Window::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare,
-                                     void* result, uint64_t offset) {
+bool Window::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare, void* result,
+                                     uint64_t offset) {
   Reach* reach = reach_for(target);
   MappedReach* mapped = reach == nullptr ? nullptr : reach->mapped();
   if (mapped == nullptr || !compare_fits(type)) return false;

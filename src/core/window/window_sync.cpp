@@ -87,14 +87,17 @@ void Window::wait() {
     const std::vector<int>& group = epochs_.exposure_group();
     std::vector<int> watch;
     for (int origin : group) watch.push_back(comm_->members()[origin]);
-    comm_->runtime().transport().wait_until([&] { return exposure_done(); }, comm_->runtime().deadline(), watch, [&] {
-      std::vector<int> missing;
-      for (int origin : group) {
-        if (!sync_->complete_arrived(origin)) missing.push_back(origin);
-      }
-      return epochs_.where("wait", -1) + " for the exposure epoch of win.post(" + Epochs::ranks_text(group) +
-             ") (still waiting for win.complete from ranks " + Epochs::ranks_text(missing) + ")";
-    }, sync_->bell());
+    comm_->runtime().transport().wait_until(
+        [&] { return exposure_done(); }, comm_->runtime().deadline(), watch,
+        [&] {
+          std::vector<int> missing;
+          for (int origin : group) {
+            if (!sync_->complete_arrived(origin)) missing.push_back(origin);
+          }
+          return epochs_.where("wait", -1) + " for the exposure epoch of win.post(" + Epochs::ranks_text(group) +
+                 ") (still waiting for win.complete from ranks " + Epochs::ranks_text(missing) + ")";
+        },
+        sync_->bell());
     for (int origin : group) sync_->take_complete(origin);
   }
   epochs_.waited();
