@@ -67,18 +67,24 @@ PyMethodDef epoch_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
+// A plain, final type: both kinds of object are made only here.
+PyTypeObject simple_type(const char* name, const char* doc, Py_ssize_t size, destructor dealloc, reprfunc repr,
+                         PyMethodDef* methods) {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = name;
+  t.tp_doc = doc;
+  t.tp_basicsize = size;
+  t.tp_flags = Py_TPFLAGS_DEFAULT;
+  t.tp_dealloc = dealloc;
+  t.tp_repr = repr;
+  t.tp_methods = methods;
+  return t;
+}
+
 PyTypeObject* epoch_type() {
-  static PyTypeObject type = [] {
-    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-    t.tp_name = "rma._core.Epoch";
-    t.tp_doc = "An open epoch: as a context manager, its exit makes the closing call.";
-    t.tp_basicsize = sizeof(EpochObject);
-    t.tp_flags = Py_TPFLAGS_DEFAULT;
-    t.tp_dealloc = epoch_dealloc;
-    t.tp_repr = epoch_repr;
-    t.tp_methods = epoch_methods;
-    return t;
-  }();
+  static PyTypeObject type =
+      simple_type("rma._core.Epoch", "An open epoch: as a context manager, its exit makes the closing call.",
+                  sizeof(EpochObject), epoch_dealloc, epoch_repr, epoch_methods);
   return &type;
 }
 
@@ -121,17 +127,9 @@ PyMethodDef request_methods[] = {
 };
 
 PyTypeObject* request_type() {
-  static PyTypeObject type = [] {
-    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-    t.tp_name = "rma.Request";
-    t.tp_doc = "A request-based call (rput, rget, raccumulate, rget_accumulate) until it completes.";
-    t.tp_basicsize = sizeof(RequestObject);
-    t.tp_flags = Py_TPFLAGS_DEFAULT;
-    t.tp_dealloc = request_dealloc;
-    t.tp_repr = request_repr;
-    t.tp_methods = request_methods;
-    return t;
-  }();
+  static PyTypeObject type =
+      simple_type("rma.Request", "A request-based call (rput, rget, raccumulate, rget_accumulate) until it completes.",
+                  sizeof(RequestObject), request_dealloc, request_repr, request_methods);
   return &type;
 }
 

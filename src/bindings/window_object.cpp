@@ -1,126 +1,42 @@
-// rma._core.Window: every window call from Python enters here once. A method parses its
-// arguments (arguments.hpp), lets the core's rules check them (ranks, modes, ops against
-// dtypes, epochs, ranges: src/core/window), and calls the core: a plain call to a same-host
-// target takes the core's direct path without releasing the GIL; anything else releases it
-// around the core's general path. Buffers of calls not yet complete stay in the window's
-// KeepAlive until its own synchronization calls finish them. Only what needs NumPy's Python
-// API goes back to Python, through two hooks of the subclass rma.Window: `_region` (a target=
-// index into a region) and `_origin_of` (a list, a NumPy scalar, or another non-array origin
-// into an array).
+// rma._core.Window: every window call from Python enters here once (window_methods.hpp says
+// how a method runs). This file holds the type, its synchronization methods (fence, PSCW,
+// locks, flushes, free), dynamic windows' attach/detach, and the closing calls of epochs and
+// requests; window_data_calls.cpp holds the communication calls.
 #include "window_object.hpp"
 
 #include <pybind11/numpy.h>
-#include <pybind11/stl.h>
 
-#include <algorithm>
-#include <cstring>
 #include <limits>
-#include <optional>
 
 #include "constants.hpp"
-#include "errors.hpp"
-#include "method_object.hpp"
-#include "python_errors.hpp"
 #include "window_docs.hpp"
+#include "window_methods.hpp"
 
 namespace py = pybind11;
 
+using namespace window_methods;
+
 namespace {
 
-using arguments::Operand;
 using arguments::Parameters;
-using arguments::TargetLayout;
 
-// Copies from 256 KiB on let other Python threads run meanwhile.
-constexpr uint64_t kReleaseGilBytes = 256 * 1024;
+constexpr int kEveryTarget = -1;
 
-PyObject* region_hook = nullptr;  // "_region"
-PyObject* origin_hook = nullptr;  // "_origin_of"
-
-WindowState& state_of(WindowObject* self) { return *self->state; }
-rma::Window& core_of(WindowObject* self) { return *self->state->core; }
-
-// Runs body; a C++ exception becomes the Python exception of rma.errors (or TypeError,
-// ValueError) and the method returns null.
-template <class Body>
-PyObject* guarded(Body&& body) {
-  try {
-    return body();
-  } catch (py::error_already_set& error) {
-    error.restore();
-  } catch (...) {
-    std::exception_ptr failure = std::current_exception();
-    if (!set_python_error(failure)) {
-      try {
-        std::rethrow_exception(failure);
-      } catch (const std::exception& error) {
-        PyErr_SetString(PyExc_RuntimeError, error.what());
-      } catch (...) {
-        PyErr_SetString(PyExc_RuntimeError, "rma: unknown error in the core");
-      }
-    }
-  }
-  return nullptr;
-}
-
-// Runs body with the GIL released (it may block); rethrows its exception with the GIL held.
-template <class Body>
-void released(Body&& body) {
-  std::exception_ptr failure;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    body();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  Py_END_ALLOW_THREADS
-  if (failure) std::rethrow_exception(failure);
-}
-
-// Releases the GIL around body only for large copies.
-template <class Body>
-bool quick(uint64_t bytes, Body&& body) {
-  if (bytes < kReleaseGilBytes) return body();
-  bool done = false;
-  released([&] { done = body(); });
-  return done;
-}
-
-void check_open(WindowObject* self, const char* call) {
-  rma::Window& core = core_of(self);
-  if (core.freed()) throw rma::RmaError("rma: " + core.where(call, -1) + ": the window was freed");
-}
-
-bool given(PyObject* value) { return value != nullptr && value != Py_None; }
-
-// A rank argument, checked by the core's rule.
-int rank_of(WindowObject* self, PyObject* value, const char* call, const char* what, bool allow_null) {
-  int64_t rank = arguments::integer(value, call, what);
-  core_of(self).check_rank(call, rank, allow_null);
-  return static_cast<int>(rank);
-}
-
-// A data call's target= argument, before anything else is made of it.
-void check_target(WindowObject* self, PyObject* target, const char* call) {
-  if (given(target) && state_of(self).dynamic) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call +
-                                 ": a dynamic window takes byte displacements, not target=");
-  }
-}
-
-// What a call to rank addresses (PROC_NULL: this rank's own layout, so that its arguments are
-// checked as any call's are).
-const TargetLayout& layout_of(WindowObject* self, int rank) {
-  return state_of(self).targets[rank == rma::kProcNull ? core_of(self).rank() : rank];
-}
-
-rma::ReduceOp op_of(PyObject* value, const char* call) {
-  rma::ReduceOp op = rma::ReduceOp::Sum;
-  if (value != nullptr && !constants::op_of(value, op)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call +
-                                 ": op must be an rma.Op (rma.SUM, rma.MAX...), not " + Py_TYPE(value)->tp_name);
-  }
-  return op;
+// A synchronization call of the core (GIL released); then the buffers of the calls it completed
+// are finished: those to `completed` (a rank), to every target (kEveryTarget), or none
+// (kProcNull). False with a Python error set if it failed.
+template <class Core>
+bool synchronize(WindowObject* self, const char* call, int completed, Core&& core_call) {
+  return guarded([&]() -> PyObject* {
+           check_open(self, call);
+           released(core_call);
+           if (completed == kEveryTarget) {
+             state_of(self).held.finish_all();
+           } else if (completed >= 0) {
+             state_of(self).held.finish(completed);
+           }
+           return Py_None;
+         }) != nullptr;
 }
 
 long mode_of(PyObject* value, const char* call) {
@@ -132,219 +48,6 @@ long mode_of(PyObject* value, const char* call) {
   return flags;
 }
 
-uint64_t offset_of(WindowObject* self, int rank, PyObject* disp, const char* call) {
-  int64_t displacement = disp != nullptr ? arguments::integer(disp, call, "target_disp") : 0;
-  if (rank == rma::kProcNull) return 0;
-  if (displacement < 0) {
-    throw rma::RangeError("rma: " + core_of(self).where(call, rank) + ": negative displacement " +
-                          std::to_string(displacement));
-  }
-  uint64_t unit = layout_of(self, rank).unit;
-  if (static_cast<uint64_t>(displacement) > std::numeric_limits<uint64_t>::max() / unit) {
-    throw rma::RangeError("rma: " + core_of(self).where(call, rank) + ": displacement " + std::to_string(displacement) +
-                          " lies beyond any window");
-  }
-  return static_cast<uint64_t>(displacement) * unit;
-}
-
-// The target region of a call: `operand`'s elements from the displacement on, or the region a
-// target= index selects (the subclass's _region hook: NumPy's indexing rules).
-rma::Region region_of(WindowObject* self, int rank, PyObject* disp, PyObject* target, const Operand& operand,
-                      const char* call) {
-  if (!given(target)) {
-    uint64_t offset = offset_of(self, rank, disp, call);
-    return rma::Region::contiguous(offset, operand.bytes,
-                                   static_cast<uint32_t>(std::max<uint64_t>(operand.itemsize, 1)));
-  }
-  if (disp != nullptr && arguments::integer(disp, call, "target_disp") != 0) {
-    throw rma::UsageError(std::string("rma: win.") + call + ": give either target_disp or target=, not both");
-  }
-  py::object name = py::str(call);
-  py::object spec = py::reinterpret_steal<py::object>(
-      PyObject_CallMethodObjArgs(reinterpret_cast<PyObject*>(self), region_hook, name.ptr(), py::int_(rank).ptr(),
-                                 target, py::int_(operand.elements).ptr(), nullptr));
-  if (!spec) throw py::error_already_set();
-  auto [offset, element, dims] = spec.cast<std::tuple<uint64_t, uint32_t, std::vector<std::pair<uint64_t, int64_t>>>>();
-  std::vector<rma::RegionDim> region_dims;
-  for (const auto& [count, stride] : dims) region_dims.push_back({count, stride});
-  return rma::Region(offset, element, std::move(region_dims));
-}
-
-// An origin (or compare) operand of `expected` dtype. Arrays are used as they are (copied if
-// strided); Python numbers go into `scalar`; anything else through the _origin_of hook.
-Operand origin_of(WindowObject* self, PyObject* value, const TargetLayout& layout, PyObject* expected, bool raw_ok,
-                  std::array<std::byte, 16>& scalar, const char* call, const char* role) {
-  if (arguments::is_array(value)) return arguments::from_array(value, layout, expected, raw_ok, false, call, role);
-  rma::ElementType type = constants::element_type_of(expected);
-  if (type != rma::ElementType::Bytes && arguments::scalar(value, type, scalar, call)) {
-    Operand operand;
-    operand.data = reinterpret_cast<char*>(scalar.data());
-    operand.type = type;
-    operand.itemsize = rma::element_size(type);
-    operand.elements = 1;
-    operand.bytes = operand.itemsize;
-    operand.dtype = expected;
-    return operand;
-  }
-  py::object name = py::str(call);
-  py::object array = py::reinterpret_steal<py::object>(
-      PyObject_CallMethodObjArgs(reinterpret_cast<PyObject*>(self), origin_hook, value, expected, name.ptr(), nullptr));
-  if (!array) throw py::error_already_set();
-  return arguments::from_array(array.ptr(), layout, expected, raw_ok, false, call, role);
-}
-
-struct Result {
-  Operand operand;
-  PyObject* given;  // the caller's array (borrowed: it is an argument of the call)
-  bool stand_in() const { return operand.array.ptr() != given; }
-};
-
-Result result_of(PyObject* value, const TargetLayout& layout, bool raw_ok, const char* call) {
-  if (!arguments::is_array(value)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": result must be a NumPy array, not " +
-                                 Py_TYPE(value)->tp_name);
-  }
-  return Result{arguments::from_array(value, layout, layout.dtype.ptr(), raw_ok, true, call, "result"), value};
-}
-
-void single(const Operand& operand, const char* call, const char* role) {
-  if (operand.elements != 1) {
-    throw rma::UsageError(std::string("rma: win.") + call + ": " + role + " must hold exactly one element, not " +
-                          std::to_string(operand.elements));
-  }
-}
-
-void check_op(rma::ReduceOp op, const Operand& operand, const char* call) {
-  if (operand.type == rma::ElementType::Bytes || !rma::op_fits(op, operand.type)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": " + rma::describe(op) + " does not apply to " +
-                                 py::str(operand.dtype).cast<std::string>());
-  }
-}
-
-// After the core took a call that may still be in flight: keep what it uses.
-void keep(WindowObject* self, int rank, const Operand* origin, const Result* result) {
-  if (rank == rma::kProcNull) return;  // moves nothing
-  KeepAlive& held = state_of(self).held;
-  if (origin != nullptr && origin->array) held.hold(rank, origin->array);
-  if (result != nullptr) {
-    held.hold(rank, result->operand.array);
-    if (result->stand_in())
-      held.copy_back(rank, py::reinterpret_borrow<py::object>(result->given), result->operand.array);
-  }
-}
-
-// ---- the communication calls (slots: the parameters in signature order) ----
-
-void put_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
-  check_target(self, slot[3], call);
-  const TargetLayout& layout = layout_of(self, rank);
-  std::array<std::byte, 16> scalar;
-  Operand data = origin_of(self, slot[0], layout, layout.dtype.ptr(), !given(slot[3]), scalar, call, "origin");
-  rma::Window& core = core_of(self);
-  if (!given(slot[3]) && rank != rma::kProcNull) {
-    uint64_t offset = offset_of(self, rank, slot[2], call);
-    if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) return;
-  }
-  rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
-  released([&] { core.put(rank, data.data, region, call); });
-  keep(self, rank, &data, nullptr);
-}
-
-void get_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
-  check_target(self, slot[3], call);
-  Result result = result_of(slot[0], layout_of(self, rank), !given(slot[3]), call);
-  Operand& out = result.operand;
-  rma::Window& core = core_of(self);
-  if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
-    uint64_t offset = offset_of(self, rank, slot[2], call);
-    if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) return;
-  }
-  rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
-  released([&] { core.get(rank, out.data, region, call); });
-  keep(self, rank, nullptr, &result);
-}
-
-// accumulate: slots (origin, rank, disp, op, target); get_accumulate and fetch_and_op: (origin,
-// result, rank, disp, op[, target]).
-void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot, int rank, PyObject* disp,
-                     PyObject* op_slot, PyObject* target, bool one_element, const char* call) {
-  check_target(self, target, call);
-  const TargetLayout& layout = layout_of(self, rank);
-  rma::ReduceOp op = op_of(op_slot, call);
-  std::optional<Result> result;
-  if (result_slot != nullptr) result = result_of(result_slot, layout, !given(target), call);
-  PyObject* expected = result ? result->operand.dtype : layout.dtype.ptr();
-  std::array<std::byte, 16> scalar;
-  Operand data = origin_of(self, origin, layout, expected, !result && !given(target), scalar, call, "origin");
-  if (one_element) {
-    single(result->operand, call, "result");
-    single(data, call, "origin");
-  }
-  if (result && data.elements != result->operand.elements) {
-    throw rma::UsageError(std::string("rma: win.") + call + ": origin has " + std::to_string(data.elements) +
-                          " elements, result " + std::to_string(result->operand.elements));
-  }
-  check_op(op, data, call);
-  rma::Window& core = core_of(self);
-  char* into = result ? result->operand.data : nullptr;
-  if (!given(target) && rank != rma::kProcNull && !(result && result->stand_in())) {
-    uint64_t offset = offset_of(self, rank, disp, call);
-    if (quick(data.bytes,
-              [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
-      return;
-    }
-  }
-  rma::Region region = region_of(self, rank, disp, target, data, call);
-  released([&] {
-    if (into != nullptr) {
-      core.get_accumulate(rank, op, data.type, data.data, into, region, call);
-    } else {
-      core.accumulate(rank, op, data.type, data.data, region, call);
-    }
-  });
-  keep(self, rank, &data, result ? &*result : nullptr);
-}
-
-void compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
-  const TargetLayout& layout = layout_of(self, rank);
-  Result result = result_of(slot[2], layout, true, call);
-  single(result.operand, call, "result");
-  if (!rma::compare_fits(result.operand.type)) {
-    throw rma::ArgumentTypeError(std::string("rma: win.") + call + ": compare_and_swap takes integers and bool, not " +
-                                 py::str(result.operand.dtype).cast<std::string>());
-  }
-  std::array<std::byte, 16> scalars[2];
-  Operand data = origin_of(self, slot[0], layout, result.operand.dtype, false, scalars[0], call, "origin");
-  Operand compare = origin_of(self, slot[1], layout, result.operand.dtype, false, scalars[1], call, "compare");
-  single(data, call, "origin");
-  single(compare, call, "compare");
-  rma::Window& core = core_of(self);
-  uint64_t offset = offset_of(self, rank, slot[4], call);
-  if (rank != rma::kProcNull && !result.stand_in() &&
-      core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {
-    return;
-  }
-  rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
-  released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });
-  keep(self, rank, &data, &result);
-  if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);
-}
-
-// ---- parameters of each method ----
-
-constexpr Parameters kPut{"put", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kGet{"get", {"result", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kAccumulate{"accumulate", {"origin", "target_rank", "target_disp", "op", "target"}, 5, 2, 4};
-constexpr Parameters kGetAccumulate{
-    "get_accumulate", {"origin", "result", "target_rank", "target_disp", "op", "target"}, 6, 3, 5};
-constexpr Parameters kFetchAndOp{"fetch_and_op", {"origin", "result", "target_rank", "target_disp", "op"}, 5, 3, 5};
-constexpr Parameters kCompareAndSwap{
-    "compare_and_swap", {"origin", "compare", "result", "target_rank", "target_disp"}, 5, 4, 5};
-constexpr Parameters kRput{"rput", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kRget{"rget", {"result", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kRaccumulate{"raccumulate", {"origin", "target_rank", "target_disp", "op", "target"}, 5, 2, 4};
-constexpr Parameters kRgetAccumulate{
-    "rget_accumulate", {"origin", "result", "target_rank", "target_disp", "op", "target"}, 6, 3, 5};
 constexpr Parameters kMode{"fence", {"mode"}, 1, 0, 1};
 constexpr Parameters kLockAllMode{"lock_all", {"mode"}, 1, 0, 1};
 constexpr Parameters kPost{"post", {"group", "mode"}, 2, 1, 2};
@@ -367,104 +70,6 @@ RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
 constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
 constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
-
-// A method: match the arguments, check that the window is open, run the body.
-template <const Parameters& P, PyObject* (*Body)(WindowObject*, PyObject**)>
-PyObject* method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return guarded([&]() -> PyObject* {
-    PyObject* slots[6];
-    arguments::match(P, args, nargs, kwnames, slots);
-    return Body(reinterpret_cast<WindowObject*>(self), slots);
-  });
-}
-
-// The same for methods without parameters.
-template <const Parameters& P, PyObject* (*Body)(WindowObject*)>
-PyObject* method0(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return guarded([&]() -> PyObject* {
-    arguments::match(P, args, nargs, kwnames, nullptr);
-    return Body(reinterpret_cast<WindowObject*>(self));
-  });
-}
-
-PyObject* none() { Py_RETURN_NONE; }
-
-PyObject* put(WindowObject* self, PyObject** slot) {
-  check_open(self, "put");
-  put_body(self, slot, rank_of(self, slot[1], "put", "target_rank", true), "put");
-  return none();
-}
-
-PyObject* get(WindowObject* self, PyObject** slot) {
-  check_open(self, "get");
-  get_body(self, slot, rank_of(self, slot[1], "get", "target_rank", true), "get");
-  return none();
-}
-
-PyObject* accumulate(WindowObject* self, PyObject** slot) {
-  check_open(self, "accumulate");
-  int rank = rank_of(self, slot[1], "accumulate", "target_rank", true);
-  accumulate_body(self, slot[0], nullptr, rank, slot[2], slot[3], slot[4], false, "accumulate");
-  return none();
-}
-
-PyObject* get_accumulate(WindowObject* self, PyObject** slot) {
-  check_open(self, "get_accumulate");
-  int rank = rank_of(self, slot[2], "get_accumulate", "target_rank", true);
-  accumulate_body(self, slot[0], slot[1], rank, slot[3], slot[4], slot[5], false, "get_accumulate");
-  return none();
-}
-
-PyObject* fetch_and_op(WindowObject* self, PyObject** slot) {
-  check_open(self, "fetch_and_op");
-  int rank = rank_of(self, slot[2], "fetch_and_op", "target_rank", true);
-  accumulate_body(self, slot[0], slot[1], rank, slot[3], slot[4], nullptr, true, "fetch_and_op");
-  return none();
-}
-
-PyObject* compare_and_swap(WindowObject* self, PyObject** slot) {
-  check_open(self, "compare_and_swap");
-  compare_and_swap_body(self, slot, rank_of(self, slot[3], "compare_and_swap", "target_rank", true),
-                        "compare_and_swap");
-  return none();
-}
-
-// Request-based calls: the same calls, inside a passive-target epoch, returning an rma.Request.
-int passive_rank(WindowObject* self, PyObject* value, const char* call) {
-  check_open(self, call);
-  int rank = rank_of(self, value, call, "target_rank", true);
-  if (!core_of(self).in_passive_epoch(rank)) {
-    throw rma::EpochError("rma: " + core_of(self).where(call, rank) +
-                          ": request-based calls need a passive-target epoch "
-                          "(win.lock(" +
-                          std::to_string(rank) + ") or win.lock_all())");
-  }
-  return rank;
-}
-
-PyObject* rput(WindowObject* self, PyObject** slot) {
-  int rank = passive_rank(self, slot[1], "rput");
-  put_body(self, slot, rank, "rput");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None);
-}
-
-PyObject* rget(WindowObject* self, PyObject** slot) {
-  int rank = passive_rank(self, slot[1], "rget");
-  get_body(self, slot, rank, "rget");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[0]);
-}
-
-PyObject* raccumulate(WindowObject* self, PyObject** slot) {
-  int rank = passive_rank(self, slot[1], "raccumulate");
-  accumulate_body(self, slot[0], nullptr, rank, slot[2], slot[3], slot[4], false, "raccumulate");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None);
-}
-
-PyObject* rget_accumulate(WindowObject* self, PyObject** slot) {
-  int rank = passive_rank(self, slot[2], "rget_accumulate");
-  accumulate_body(self, slot[0], slot[1], rank, slot[3], slot[4], slot[5], false, "rget_accumulate");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[1]);
-}
 
 // ---- synchronization ----
 
@@ -590,24 +195,15 @@ PyObject* flush_rank(WindowObject* self, PyObject* value, const char* call) {
   check_open(self, call);
   int rank = rank_of(self, value, call, "rank", true);
   rma::Window& core = core_of(self);
-  WindowState& state = state_of(self);
-  if (rank == rma::kProcNull || (!state.held.any(rank) && core.flush_direct(rank))) {
-    if (rank == rma::kProcNull) released([&] { core.flush(rank); });  // still checks the epoch
-    return none();
-  }
-  released([&] { core.flush(rank); });
-  state.held.finish(rank);
-  return none();
+  if (rank != rma::kProcNull && !state_of(self).held.any(rank) && core.flush_direct(rank)) return none();
+  return synchronize(self, call, rank, [&] { core.flush(rank); }) ? none() : nullptr;
 }
 
 PyObject* flush(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush"); }
 PyObject* flush_local(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush_local"); }
 
 PyObject* flush_every(WindowObject* self, const char* call) {
-  check_open(self, call);
-  released([&] { core_of(self).flush_all(); });
-  state_of(self).held.finish_all();
-  return none();
+  return synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(); }) ? none() : nullptr;
 }
 
 PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all"); }
@@ -669,17 +265,7 @@ PyObject* held_count(WindowObject* self) { return PyLong_FromSize_t(state_of(sel
 #define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}
 #define RMA_METHOD0(name, body, doc) {#name, &method0<k_##name, body>, doc}
 
-const MethodSpec window_methods[] = {
-    RMA_METHOD("put", kPut, put, window_docs::put),
-    RMA_METHOD("get", kGet, get, window_docs::get),
-    RMA_METHOD("accumulate", kAccumulate, accumulate, window_docs::accumulate),
-    RMA_METHOD("get_accumulate", kGetAccumulate, get_accumulate, window_docs::get_accumulate),
-    RMA_METHOD("fetch_and_op", kFetchAndOp, fetch_and_op, window_docs::fetch_and_op),
-    RMA_METHOD("compare_and_swap", kCompareAndSwap, compare_and_swap, window_docs::compare_and_swap),
-    RMA_METHOD("rput", kRput, rput, window_docs::rput),
-    RMA_METHOD("rget", kRget, rget, window_docs::rget),
-    RMA_METHOD("raccumulate", kRaccumulate, raccumulate, window_docs::raccumulate),
-    RMA_METHOD("rget_accumulate", kRgetAccumulate, rget_accumulate, window_docs::rget_accumulate),
+const MethodSpec sync_methods[] = {
     RMA_METHOD("fence", kMode, fence, window_docs::fence),
     RMA_METHOD("post", kPost, post, window_docs::post),
     RMA_METHOD("start", kStart, start, window_docs::start),
@@ -770,47 +356,23 @@ PyTypeObject* window_type() {
 namespace window_calls {
 
 bool fence(WindowObject* self, long mode) {
-  return guarded([&]() -> PyObject* {
-           check_open(self, "fence");
-           released([&] { core_of(self).fence(static_cast<int>(mode)); });
-           state_of(self).held.finish_all();
-           return Py_None;
-         }) != nullptr;
+  return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); });
 }
 
 bool complete(WindowObject* self) {
-  return guarded([&]() -> PyObject* {
-           check_open(self, "complete");
-           released([&] { core_of(self).complete(); });
-           state_of(self).held.finish_all();
-           return Py_None;
-         }) != nullptr;
+  return synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); });
 }
 
 bool wait(WindowObject* self) {
-  return guarded([&]() -> PyObject* {
-           check_open(self, "wait");
-           released([&] { core_of(self).wait(); });
-           return Py_None;
-         }) != nullptr;
+  return synchronize(self, "wait", rma::kProcNull, [&] { core_of(self).wait(); });  // completes no call of ours
 }
 
 bool unlock(WindowObject* self, int rank) {
-  return guarded([&]() -> PyObject* {
-           check_open(self, "unlock");
-           released([&] { core_of(self).unlock(rank); });
-           state_of(self).held.finish(rank);
-           return Py_None;
-         }) != nullptr;
+  return synchronize(self, "unlock", rank, [&] { core_of(self).unlock(rank); });
 }
 
 bool unlock_all(WindowObject* self) {
-  return guarded([&]() -> PyObject* {
-           check_open(self, "unlock_all");
-           released([&] { core_of(self).unlock_all(); });
-           state_of(self).held.finish_all();
-           return Py_None;
-         }) != nullptr;
+  return synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); });
 }
 
 bool request_test(WindowObject* self, int rank, bool& done) {
@@ -837,11 +399,10 @@ bool request_wait(WindowObject* self, int rank) {
 }  // namespace window_calls
 
 void register_window_type(py::module_& m) {
-  region_hook = PyUnicode_InternFromString("_region");
-  origin_hook = PyUnicode_InternFromString("_origin_of");
   if (PyType_Ready(window_type()) < 0) throw py::error_already_set();
   Py_INCREF(window_type());
-  for (const MethodSpec& spec : window_methods) add_method(window_type(), spec);
+  for (const MethodSpec& spec : sync_methods) add_method(window_type(), spec);
+  for (const MethodSpec& spec : data_call_methods()) add_method(window_type(), spec);
   m.attr("Window") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(window_type()));
   register_epoch_types(m);
 }

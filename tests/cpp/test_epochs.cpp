@@ -59,8 +59,8 @@ int main() {
   test::run("a target that is no rank is a usage error", [] {
     Epochs epochs = fresh();
     epochs.fenced(0);
-    CHECK_THROWS(UsageError, "target rank 4 is not a rank of the window (size 4)", epochs.admit("put", 4));
-    CHECK_THROWS(UsageError, "target rank -1", epochs.admit("put", -1));
+    CHECK_THROWS(UsageError, "rank 4 is not a rank of the window (size 4)", epochs.admit("put", 4));
+    CHECK_THROWS(UsageError, "rank -1 is not a rank", epochs.admit("put", -1));
     CHECK(epochs.calls() == 0);
   });
 

@@ -1,0 +1,113 @@
+// How the compiled window's methods run (window_object.cpp, window_data_calls.cpp): a body
+// whose C++ exceptions become Python's, core calls with the GIL released, the argument
+// matching of each method, and the checks every call starts with.
+#pragma once
+
+#include <Python.h>
+#include <pybind11/pybind11.h>
+
+#include <span>
+#include <string>
+
+#include "arguments.hpp"
+#include "errors.hpp"
+#include "method_object.hpp"
+#include "python_errors.hpp"
+#include "window_object.hpp"
+
+namespace window_methods {
+
+namespace py = pybind11;
+using arguments::Parameters;
+
+// Copies from 256 KiB on let other Python threads run meanwhile.
+constexpr uint64_t kReleaseGilBytes = 256 * 1024;
+
+inline WindowState& state_of(WindowObject* self) { return *self->state; }
+inline rma::Window& core_of(WindowObject* self) { return *self->state->core; }
+
+// Runs body; a C++ exception becomes the Python exception of rma.errors (or TypeError,
+// ValueError) and the method returns null.
+template <class Body>
+PyObject* guarded(Body&& body) {
+  try {
+    return body();
+  } catch (py::error_already_set& error) {
+    error.restore();
+  } catch (...) {
+    std::exception_ptr failure = std::current_exception();
+    if (!set_python_error(failure)) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& error) {
+        PyErr_SetString(PyExc_RuntimeError, error.what());
+      } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "rma: unknown error in the core");
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Runs body with the GIL released (it may block); rethrows its exception with the GIL held.
+template <class Body>
+void released(Body&& body) {
+  std::exception_ptr failure;
+  Py_BEGIN_ALLOW_THREADS
+  try {
+    body();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  Py_END_ALLOW_THREADS
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Releases the GIL around body only for large copies.
+template <class Body>
+bool quick(uint64_t bytes, Body&& body) {
+  if (bytes < kReleaseGilBytes) return body();
+  bool done = false;
+  released([&] { done = body(); });
+  return done;
+}
+
+inline void check_open(WindowObject* self, const char* call) {
+  rma::Window& core = core_of(self);
+  if (core.freed()) throw rma::RmaError("rma: " + core.where(call, -1) + ": the window was freed");
+}
+
+inline bool given(PyObject* value) { return value != nullptr && value != Py_None; }
+
+// A rank argument, checked by the core's rule.
+inline int rank_of(WindowObject* self, PyObject* value, const char* call, const char* what, bool allow_null) {
+  int64_t rank = arguments::integer(value, call, what);
+  core_of(self).check_rank(call, rank, allow_null);
+  return static_cast<int>(rank);
+}
+
+// A method: match the arguments, check that the window is open, run the body.
+template <const Parameters& P, PyObject* (*Body)(WindowObject*, PyObject**)>
+PyObject* method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    PyObject* slots[6];
+    arguments::match(P, args, nargs, kwnames, slots);
+    return Body(reinterpret_cast<WindowObject*>(self), slots);
+  });
+}
+
+// The same for methods without parameters.
+template <const Parameters& P, PyObject* (*Body)(WindowObject*)>
+PyObject* method0(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    arguments::match(P, args, nargs, kwnames, nullptr);
+    return Body(reinterpret_cast<WindowObject*>(self));
+  });
+}
+
+inline PyObject* none() { Py_RETURN_NONE; }
+
+// The methods of each file, for rma._core.Window's dictionary.
+std::span<const MethodSpec> data_call_methods();
+
+}  // namespace window_methods
