@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rma import _runtime
+from rma._job import join as _runtime
 
 
 def _core_runtime():

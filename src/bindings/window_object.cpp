@@ -112,20 +112,22 @@ PyObject* fence(WindowObject* self, PyObject** slot) {
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Fence, 0);
 }
 
+// post and start: (group, mode), the core's call, and the epoch object whose exit closes it.
+PyObject* group_epoch(WindowObject* self, PyObject** slot, const char* call, EpochKind kind,
+                      void (rma::Window::*open)(const std::vector<int>&, int)) {
+  check_open(self, call);
+  std::vector<int> group = group_of(slot[0], call);
+  long mode = mode_of(slot[1], call);
+  released([&] { (core_of(self).*open)(group, static_cast<int>(mode)); });
+  return new_epoch(reinterpret_cast<PyObject*>(self), kind, 0);
+}
+
 PyObject* post(WindowObject* self, PyObject** slot) {
-  check_open(self, "post");
-  std::vector<int> group = group_of(slot[0], "post");
-  long mode = mode_of(slot[1], "post");
-  released([&] { core_of(self).post(group, static_cast<int>(mode)); });
-  return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Post, 0);
+  return group_epoch(self, slot, "post", EpochKind::Post, &rma::Window::post);
 }
 
 PyObject* start(WindowObject* self, PyObject** slot) {
-  check_open(self, "start");
-  std::vector<int> group = group_of(slot[0], "start");
-  long mode = mode_of(slot[1], "start");
-  released([&] { core_of(self).start(group, static_cast<int>(mode)); });
-  return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Start, 0);
+  return group_epoch(self, slot, "start", EpochKind::Start, &rma::Window::start);
 }
 
 PyObject* complete(WindowObject* self) { return window_calls::complete(self) ? none() : nullptr; }
@@ -332,8 +334,27 @@ PyObject* window_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return made;
 }
 
+// Windows dropped without free(): a window is collective to free, so the other ranks may still
+// put into this rank's memory. It stays (with its registration and the arrays the window
+// kept) until the process ends, rather than going back to the allocator under their puts.
+std::vector<std::unique_ptr<WindowState>>& dropped_windows() {
+  static auto* dropped = new std::vector<std::unique_ptr<WindowState>>();  // never destroyed: the process ends
+  return *dropped;
+}
+
 void window_dealloc(PyObject* self) {
-  delete reinterpret_cast<WindowObject*>(self)->state;
+  std::unique_ptr<WindowState> state(reinterpret_cast<WindowObject*>(self)->state);
+  if (state && state->core->exposed()) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);  // (a dealloc may run while an exception is set)
+    std::string text = "rma: " + state->core->label() + " on rank " + std::to_string(state->core->rank()) +
+                       " was dropped without free(): its memory stays exposed to the other ranks until the "
+                       "job ends (free() is collective; call it on every rank)";
+    // (Not WriteUnraisable(self): its repr would touch the half-destroyed object.)
+    if (PyErr_WarnEx(PyExc_ResourceWarning, text.c_str(), 1) < 0) PyErr_WriteUnraisable(nullptr);
+    PyErr_Restore(type, value, traceback);
+    dropped_windows().push_back(std::move(state));
+  }
   Py_TYPE(self)->tp_free(self);
 }
 

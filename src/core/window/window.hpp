@@ -72,6 +72,8 @@ class Window : public std::enable_shared_from_this<Window> {
   int size() const noexcept { return comm_->size(); }
   uint64_t target_bytes(int rank) const;
   bool freed() const noexcept { return epochs_.freed(); }
+  // Whether peers may still reach this rank's memory: not freed, and the runtime still up.
+  bool exposed() const noexcept { return !freed() && comm_->runtime().active(); }
   // UsageError naming the call unless rank is a rank of the window (or kProcNull, when
   // allow_null): the entrance's check before anything else (the epochs' one rule).
   void check_rank(const char* call, int64_t rank, bool allow_null) const { epochs_.check_rank(rank, call, allow_null); }
