@@ -345,7 +345,7 @@ def test_sigint_interrupts_a_call_blocked_inside_rma():
 
 @pytest.mark.parametrize("blocked_in", ["wait", "lock"])
 def test_sigint_interrupts_a_window_wait_in_shared_memory(blocked_in):
-    # Shared windows wait on a futex through the methods' fast fronts: a SIGINT must end
+    # Shared windows wait on a futex through the compiled window's methods: a SIGINT must end
     # the wait at once, as KeyboardInterrupt, and leave the window usable.
     code = textwrap.dedent(f"""
         import os, signal, threading, time, numpy as np, rma

@@ -1,11 +1,11 @@
-"""The fast path of calls to shared windows (_core.DirectCalls, window/window_direct.cpp).
+"""The direct path of calls to same-host windows (window/window_calls.cpp's *_direct).
 
-rma.Window's calls first offer their arguments to the fast path; it takes only plain
-arguments (C-contiguous arrays of the target's dtype, int ranks and displacements) and
-declines the rest, which the general path then handles. These tests check that both paths
-give the same data, that contention stays exact through the fast path, and that every call
-the fast path declines still raises its error. CI also runs them with RMA_TRANSPORT=libfabric,
-where the fast path declines everything.
+rma._core.Window's calls (src/bindings/window_data_calls.cpp) first offer a plain call (a
+C-contiguous array of the target's dtype or a Python number, an int rank and displacement, no
+target=) to the core's direct path, which declines anything else; the general call then takes
+it. These tests check that both paths give the same data, that contention stays exact through
+the direct path, and that every call the direct path declines still raises its error. CI also
+runs them with RMA_TRANSPORT=libfabric, where the direct path declines everything.
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 // The core's exceptions as Python exceptions of rma.errors (register_errors.cpp), for binding
-// code that calls the core outside pybind11's dispatcher (register_direct_calls.cpp).
+// code that calls the core outside pybind11's dispatcher (the compiled window type, window_methods.hpp).
 #pragma once
 
 #include <exception>
