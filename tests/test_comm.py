@@ -169,6 +169,11 @@ def test_group_arguments():
         rma.Group([-1])
     with pytest.raises(TypeError, match="integer"):
         rma.Group([1.5])
+    for wrong in ([True, 0], [np.True_], [rma.SUM]):  # a bool or a constant is no rank
+        with pytest.raises(TypeError, match="integer"):
+            rma.Group(wrong)
+    with pytest.raises(TypeError, match="integer"):
+        group.incl([False])
     with pytest.raises(ValueError, match="member 3 is not in a group of size 3"):
         group.incl([3])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 
 __all__ = ["Group"]
@@ -19,8 +20,7 @@ class Group:
     def __init__(self, ranks: Iterable[int] = ()) -> None:
         members = []
         for rank in ranks:
-            if isinstance(rank, bool) or not isinstance(rank, int):
-                rank = _as_index(rank)
+            rank = _as_index(rank)
             if rank < 0:
                 raise ValueError(f"rma.Group: rank {rank} is negative")
             members.append(int(rank))
@@ -85,9 +85,10 @@ class Group:
 
 
 def _as_index(value: object) -> int:
+    """Return `value` as a rank: an int or a NumPy integer; not a bool, a float or an rma constant."""
+    if isinstance(value, bool):
+        raise TypeError("rma.Group: a rank must be an integer, not bool")
     try:
-        import operator
-
-        return operator.index(value)  # accepts NumPy integers, rejects floats
+        return operator.index(value)  # accepts NumPy integers, rejects floats and NumPy bools
     except TypeError:
         raise TypeError(f"rma.Group: a rank must be an integer, not {type(value).__name__}") from None
