@@ -1,14 +1,19 @@
 """Test the rendezvous store (rma._job.store_*) with real sockets, threads and processes.
 
-Every blocking call here has a timeout, so a bug makes a test fail, not hang.
+Every blocking call here has a timeout, so a bug makes a test fail, not hang (pytest-timeout
+is not a dependency).
 """
 
 import os
+import resource
+import selectors
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -352,3 +357,173 @@ def test_server_close_is_idempotent_and_context_managers():
     assert srv.ranks_finished() == {0}
     with pytest.raises(ValueError):
         StoreServer(0)
+
+
+# -- a store that cannot be starved by connections that never say hello -------------------
+
+STORE_PROCESS = """
+import resource, sys
+from rma._job.store_server import StoreServer
+if int(sys.argv[1]):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+server = StoreServer(4, secret="s")
+server.start()
+print(server.address, flush=True)
+sys.stdin.read()  # until the test closes stdin
+server.close()
+"""
+
+
+@contextmanager
+def store_process(nofile=0):
+    """Run a store for 4 ranks (secret "s") in its own process, limited to `nofile` descriptors."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STORE_PROCESS, str(nofile)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        proc.address = proc.stdout.readline().decode().strip()
+        assert proc.address, "the store process did not start"
+        yield proc
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def cpu_seconds(pid):
+    """Return the user + system CPU time a process has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_count(pid):
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+@contextmanager
+def idle_connections(address, n):
+    """Open `n` connections that never send anything; close them all on exit."""
+    host, port = parse_address(address)
+    socks = []
+    sel = selectors.DefaultSelector()
+    try:
+        # In batches, each waited for: a connection the listen backlog has no room for yet
+        # is retried by the kernel seconds later.
+        for start in range(0, n, 100):
+            batch = []
+            for _ in range(min(100, n - start)):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(sock)
+                sock.setblocking(False)
+                sock.connect_ex((host, port))
+                batch.append(sock)
+                sel.register(sock, selectors.EVENT_WRITE)
+            deadline = time.monotonic() + 2.0
+            while sel.get_map() and time.monotonic() < deadline:
+                for key, _ in sel.select(0.1):
+                    sel.unregister(key.fileobj)
+            for sock in batch:
+                if sock in sel.get_map():
+                    sel.unregister(sock)
+        yield socks
+    finally:
+        sel.close()
+        for sock in socks:
+            sock.close()
+
+
+def join_job(address, secret="s", size=4):
+    """Join as every rank of a job from threads, exchange a key each; return the seconds it took."""
+    start = time.monotonic()
+    errors = []
+
+    def rank(r):
+        try:
+            with StoreClient(address, secret, r, timeout=WAIT) as client:
+                client.put(f"addr/{r}", str(r).encode())
+                assert client.get_many([f"addr/{q}" for q in range(size)]) == [str(q).encode() for q in range(size)]
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(2 * WAIT)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def many_files():
+    """Raise this process's descriptor limit to its hard limit (store processes inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 6000:
+        pytest.skip(f"needs 6000 file descriptors, the hard limit (ulimit -Hn) is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_job_joins_past_5000_idle_connections(many_files):
+    from rma._job.store_gate import MAX_WAITING
+
+    # 1024 descriptors: the usual default soft limit of the store's process (rmarun).
+    with store_process(nofile=1024) as store, idle_connections(store.address, 5000) as idle:
+        threads = thread_count(store.pid)
+        seconds = join_job(store.address)
+        print(f"joined in {seconds:.2f} s past 5000 idle connections; store threads {threads}")
+        assert seconds < 5.0
+        # The oldest idle connections were closed to keep MAX_WAITING at most.
+        assert threads < 10
+        idle[0].setblocking(True)
+        idle[0].settimeout(WAIT)
+        assert idle[0].recv(1) == b""
+        assert MAX_WAITING < 5000
+
+
+def test_out_of_descriptors_does_not_spin(many_files):
+    with store_process(nofile=256) as store:
+        with idle_connections(store.address, 400):
+            time.sleep(0.5)  # the store runs out of descriptors
+            before = cpu_seconds(store.pid)
+            time.sleep(2.0)
+            used = cpu_seconds(store.pid) - before
+            print(f"store CPU while out of descriptors: {used / 2.0:.1%} of a core")
+            assert used < 0.1  # under 5% of a core
+        # Once the idle connections are gone, a job joins at once.
+        seconds = join_job(store.address)
+        print(f"then joined in {seconds:.2f} s")
+        assert seconds < 5.0
+
+
+def test_idle_connection_closed_after_hello_deadline(server):
+    from rma._job.store_gate import HELLO_DEADLINE
+
+    host, port = parse_address(server.address)
+    with socket.create_connection((host, port), timeout=WAIT) as sock:
+        sock.settimeout(HELLO_DEADLINE + WAIT)
+        start = time.monotonic()
+        assert sock.recv(1) == b""
+        elapsed = time.monotonic() - start
+    assert HELLO_DEADLINE - 0.5 <= elapsed < HELLO_DEADLINE + 2.0
+    assert HELLO_DEADLINE <= 10.0  # "a few seconds"
+    # The store still serves ranks.
+    with StoreClient(server.address, server.secret, 0, timeout=WAIT) as client:
+        client.put("k", b"v")
+
+
+def test_store_threads_do_not_grow_with_idle_connections():
+    with store_process() as store:
+        before = thread_count(store.pid)
+        with idle_connections(store.address, 500):
+            time.sleep(0.5)
+            during = thread_count(store.pid)
+        print(f"store threads: {before} before, {during} with 500 idle connections")
+        assert during <= before

@@ -6,6 +6,7 @@ workers.py         worker ranks driven over a control socket (the pytest plugin'
 lifeline.py        a pipe whose end tells workers that the process that started them is gone
 store_protocol.py  what the rendezvous store and its clients say, and store addresses
 store_server.py    the rendezvous store one job's ranks meet at
+store_gate.py      the store's door: accepting connections and awaiting their hello, one thread
 store_client.py    a rank's connection to the store
 join.py            joining and leaving the job on a rank: rma.init() and rma.finalize()
 shm_files.py       removing the files dead ranks leave in /dev/shm

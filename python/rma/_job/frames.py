@@ -92,14 +92,24 @@ class Channel:
 
         Returns None at the end of the stream.
         """
-        data = self.sock.recv(self._wanted())
-        if not data:
+        if not self.fill():
             return None
-        self._buffer += data
         messages = []
         while (payload := self._take_frame()) is not None:
             messages.append(self.codec.loads(payload))
         return messages
+
+    def fill(self) -> bool:
+        """Read once (for a readable socket) and keep what came; return False at the end of the stream."""
+        data = self.sock.recv(self._wanted())
+        self._buffer += data
+        return bool(data)
+
+    def take(self) -> Any | None:
+        """Return the next message already read, or None when none is complete yet (JSON only:
+        a pickled None would be ambiguous)."""
+        payload = self._take_frame()
+        return None if payload is None else self.codec.loads(payload)
 
     def shutdown(self) -> None:
         """Break both directions at once: a thread blocked receiving wakes up to the end.

@@ -1,41 +1,39 @@
-"""Serve the rendezvous store of one job: a tiny key-value store on TCP (see store_protocol.py)."""
+"""Serve the rendezvous store of one job: a tiny key-value store on TCP (see store_protocol.py).
+
+Connections are accepted and their hello awaited by one thread for all (store_gate.py);
+only a rank that presented the job secret gets threads of its own.
+"""
 
 from __future__ import annotations
 
 import hmac
 import queue
 import secrets as _secrets
-import selectors
 import socket
 import threading
 from collections.abc import Callable
 
 from ..errors import BootstrapError
 from .frames import JSON, MAX_FRAME, Channel
+from .store_gate import Gate
 from .store_protocol import decode_value, encode_value, format_address
 
 __all__ = ["StoreServer"]
 
-_MAX_HELLO_FRAME = 64 * 1024
-# How long the server waits for the hello of a new connection.
-_HELLO_TIMEOUT = 30.0
-
 
 class _Connection:
-    """Hold one client connection on the server side.
+    """Hold the connection of one admitted rank on the server side.
 
     Outgoing frames go through a queue drained by a writer thread, so that
     the server never blocks on a client that does not read (e.g. one that is
     stopped or is itself busy sending).
     """
 
-    def __init__(self, sock: socket.socket, peer: str):
-        self.sock = sock
-        # Before a peer has proven it knows the secret we accept only a small frame, so that a
-        # stray connection cannot make the server allocate much memory.
-        self.channel = Channel(sock, JSON, limit=_MAX_HELLO_FRAME)
+    def __init__(self, channel: Channel, peer: str, rank: int):
+        self.channel = channel
+        channel.limit = MAX_FRAME
         self.peer = peer
-        self.rank: int | None = None
+        self.rank = rank
         self.said_bye = False
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_loop, name=f"rma-store-writer-{peer}", daemon=True)
@@ -140,10 +138,7 @@ class StoreServer:
         self._dead: set[int] = set()
         self._closed = False
         self._started = False
-        # A socketpair wakes the accept loop out of select() on close();
-        # closing a listening socket does not reliably wake accept() on Linux.
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._accept_thread = threading.Thread(target=self._accept_loop, name="rma-store-accept", daemon=True)
+        self._gate = Gate(self._listener, self._admit)
 
     # -- public API --------------------------------------------------------
 
@@ -153,7 +148,7 @@ class StoreServer:
             if self._started or self._closed:
                 return
             self._started = True
-        self._accept_thread.start()
+        self._gate.start()
 
     def close(self) -> None:
         """Stop serving and close every connection; calling it again does nothing."""
@@ -164,17 +159,10 @@ class StoreServer:
             conns = list(self._conns)
             self._conns.clear()
             self._waiters.clear()
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass
-        if self._accept_thread.is_alive():
-            self._accept_thread.join(timeout=5.0)
+        self._gate.close()
         for conn in conns:
             conn.abort()
         self._listener.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
     def ranks_connected(self) -> set[int]:
         """Return the ranks connected now that have not said "bye"."""
@@ -200,80 +188,24 @@ class StoreServer:
 
     # -- internals ---------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        # Non-blocking, so that a connection reset between select() and
-        # accept() cannot block the loop (and with it close()).
-        self._listener.setblocking(False)
-        sel = selectors.DefaultSelector()
-        sel.register(self._listener, selectors.EVENT_READ)
-        sel.register(self._wake_r, selectors.EVENT_READ)
-        try:
-            while True:
-                for key, _ in sel.select():
-                    if key.fileobj is self._wake_r:
-                        return
-                    try:
-                        sock, peer = self._listener.accept()
-                    except OSError:  # e.g. the client gave up in between
-                        continue
-                    sock.setblocking(True)
-                    with self._lock:
-                        if self._closed:
-                            sock.close()
-                            return
-                    threading.Thread(
-                        target=self._serve_connection,
-                        args=(sock, f"{peer[0]}:{peer[1]}"),
-                        name="rma-store-conn",
-                        daemon=True,
-                    ).start()
-        finally:
-            sel.close()
-
-    def _serve_connection(self, sock: socket.socket, peer: str) -> None:
-        conn = _Connection(sock, peer)
-        try:
-            if self._handshake(conn):
-                self._read_requests(conn)
-        except Exception:  # noqa: BLE001
-            # A broken or malformed connection, whatever the error: treat
-            # it like a closed one rather than kill the thread noisily.
-            pass
-        finally:
-            self._connection_ended(conn)
-
-    def _handshake(self, conn: _Connection) -> bool:
-        """Check the hello frame; register the rank and return True when accepted."""
-        conn.sock.settimeout(_HELLO_TIMEOUT)
-        try:
-            hello = conn.channel.receive()
-        except (OSError, ValueError):
-            return False
-        conn.sock.settimeout(None)
-        if hello is None:
-            return False
-
-        def refuse(reason: str) -> bool:
-            conn.send({"ok": False, "error": reason})
-            return False
-
+    def _admit(self, channel: Channel, hello: dict, peer: str) -> str | None:
+        """Judge a hello (on the gate's thread): start serving the rank, or say why not."""
         secret = hello.get("secret")
         rank = hello.get("rank")
         if hello.get("op") != "hello" or not isinstance(secret, str):
-            return refuse("not an rma rendezvous client (bad hello)")
+            return "not an rma rendezvous client (bad hello)"
         if not hmac.compare_digest(secret.encode("utf-8"), self.secret.encode("utf-8")):
-            return refuse("wrong job secret (RMA_SECRET)")
+            return "wrong job secret (RMA_SECRET)"
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.size:
-            return refuse(f"rank out of range: the job has {self.size} ranks (0..{self.size - 1})")
+            return f"rank out of range: the job has {self.size} ranks (0..{self.size - 1})"
         with self._lock:
             if self._closed:
-                return refuse("the store is shutting down")
+                return "the store is shutting down"
             if rank in self._by_rank:
-                return refuse("another process already joined as this rank (duplicate RMA_RANK)")
+                return "another process already joined as this rank (duplicate RMA_RANK)"
             if rank in self._finished or rank in self._dead:
-                return refuse("this rank already left the job")
-            conn.rank = rank
-            conn.channel.limit = MAX_FRAME
+                return "this rank already left the job"
+            conn = _Connection(channel, peer, rank)
             self._by_rank[rank] = conn
             self._conns.add(conn)
             already_dead = sorted(self._dead)
@@ -282,7 +214,18 @@ class StoreServer:
             # wait forever for a key the dead rank will never put.
             for dead_rank in already_dead:
                 conn.send({"event": "dead", "rank": dead_rank})
-        return True
+        threading.Thread(target=self._serve_connection, args=(conn,), name="rma-store-conn", daemon=True).start()
+        return None
+
+    def _serve_connection(self, conn: _Connection) -> None:
+        try:
+            self._read_requests(conn)
+        except Exception:  # noqa: BLE001
+            # A broken or malformed connection, whatever the error: treat
+            # it like a closed one rather than kill the thread noisily.
+            pass
+        finally:
+            self._connection_ended(conn)
 
     def _read_requests(self, conn: _Connection) -> None:
         while True:
