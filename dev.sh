@@ -2,7 +2,9 @@
 # Set up rma from a fresh clone and run it:
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
 #   ./dev.sh test   install what is needed, then lint, run the C++ unit tests under
-#                   AddressSanitizer and UndefinedBehaviorSanitizer, and the pytest suite (what CI runs)
+#                   AddressSanitizer and UndefinedBehaviorSanitizer, the pytest suite, its window
+#                   and message suites again through libfabric, and the suite once more against
+#                   an extension built with the sanitizers (what CI runs)
 #   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py)
@@ -81,6 +83,25 @@ format() {
   cpp_files | xargs -0 "$VENV/bin/clang-format" -i
 }
 
+asan_suite() {
+  # The Python suite once more against an extension built with AddressSanitizer and
+  # UndefinedBehaviorSanitizer (Debug), installed (not editable) into a venv of its own. Python
+  # itself is not instrumented: the sanitizers' runtimes are preloaded, leak checks are off
+  # (the interpreter keeps memory until exit on purpose), and any other finding ends the rank.
+  local venv="$PWD/.venv-asan"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  echo "dev.sh: building rma with AddressSanitizer into $venv"
+  "$venv/bin/python" -m pip install -q ".[test]" --config-settings=build-dir=build/asan \
+    --config-settings=cmake.define.RMA_SANITIZE=ON --config-settings=cmake.build-type=Debug
+  local preload
+  preload="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
+  echo "dev.sh: the Python suite against the sanitized extension"
+  LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
+    --deselect tests/test_stubs.py --deselect tests/test_typing.py tests/
+}
+
 # Files in /dev/shm that rma or libfabric's shm provider make: window segments
 # (rma-<pid>-<n>), bells (<pid>-rma-bell-<n>), provider regions (<pid>:<n>:<n>).
 shm_files() {
@@ -115,6 +136,7 @@ case "${1:-}" in
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py \
         tests/test_comm.py
+      asan_suite
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))
       if [ -n "$left" ]; then
