@@ -113,7 +113,7 @@ case "${1:-}" in
       echo "dev.sh: the window and message suites again with RMA_TRANSPORT=libfabric"
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
-        tests/test_window_entrance.py tests/test_window_lifetime.py \
+        tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_dead_peers.py \
         tests/test_comm.py
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))
