@@ -216,3 +216,32 @@ def test_a_dead_holder_ends_counter_next(size):
 def test_every_error_names_the_killed_rank_at_4_ranks(call):
     setup = "win = rma.Window.allocate(comm, 1, np.int64)"
     assert_death_ends(setup, call, 4, victim=1, kill=True)
+
+
+# ---- rmarun and a rank that leaves without finalizing (item 5) ----
+
+
+def test_rmarun_fails_when_a_rank_ends_without_finalizing_while_others_run():
+    code = textwrap.dedent("""
+        import os, time, rma
+        comm = rma.init()
+        comm.barrier()
+        if comm.rank == 1:
+            os._exit(0)  # exit status 0, but its part of the job never finished
+        time.sleep(1)  # the others notice nothing: they compute, then finalize
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_RANK", "RMA_SIZE", "RMA_STORE"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "3", "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0, result.stderr
+    assert "rank 1 ended without rma.finalize()" in result.stderr
+    # The same program with every rank finishing is a success.
+    result = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "3", "-c", code.replace("os._exit(0)", "pass")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
