@@ -198,10 +198,17 @@ def test_wait_until_sees_remote_updates(comm):
     with win.lock(right):
         win.accumulate(np.int64(comm.rank + 1), right, 1)
     assert win.wait_until(1, "==", left + 1, timeout=10) == left + 1
-    with pytest.raises(TimeoutError):
+    with pytest.raises(rma.RMATimeoutError, match="wait_until"):  # (also a TimeoutError)
         win.wait_until(0, ">", 0, timeout=0.1)
+    with pytest.raises(TimeoutError):
+        win.wait_until(0, ">", 0, timeout=0)
     with pytest.raises(ValueError, match="cmp must be one of"):
         win.wait_until(0, "=>", 0)
+    for bad in (float("nan"), -1):
+        with pytest.raises(ValueError, match="timeout"):
+            win.wait_until(0, ">", 0, timeout=bad)
+    assert win.wait_until(0, ">=", 0, timeout=0) == 0
+    np.testing.assert_array_equal(win.wait_until(slice(0, 1), "==", 0), [0])
     comm.barrier()
     win.free()
 

@@ -11,7 +11,6 @@ origin that is not an array into one (`_origin_of`), which the compiled calls as
 from __future__ import annotations
 
 import operator
-import time
 from typing import Any
 
 import numpy as np
@@ -29,15 +28,6 @@ __all__ = ["Window", "Request"]
 Request = _core.Request
 
 _KNOWN_HINTS = {"no_locks": False}
-
-_COMPARISONS = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 # Which kinds of Python numbers an origin list may hold, by the kind of the window's dtype
 # (NumPy's dtype.kind): the same rules as for single numbers (src/bindings/arguments.cpp).
@@ -235,30 +225,6 @@ class Window(_core.Window):
     def group(self) -> Group:
         """Return the group of the window's ranks."""
         return self._comm.group
-
-    def wait_until(self, index: Any, cmp: str, value: Any, *, timeout: float | None = None) -> Any:
-        """Block until `win.local[index] <cmp> value` holds; return the value seen.
-
-        cmp is one of "==", "!=", "<", "<=", ">", ">=". Progress goes on while waiting (other
-        ranks' puts and accumulates land); raises TimeoutError after `timeout` seconds.
-        """
-        self._check_open("wait_until")
-        try:
-            compare = _COMPARISONS[cmp]
-        except KeyError:
-            raise ValueError(f"rma: win.wait_until: cmp must be one of {sorted(_COMPARISONS)}, not {cmp!r}") from None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 1e-6
-        while True:
-            seen = self._local[index]
-            if compare(seen, value):
-                return seen.copy() if isinstance(seen, np.ndarray) else seen
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"rma: win.wait_until({index!r}, {cmp!r}, {value!r}): still {seen!r} after {timeout} s"
-                )
-            time.sleep(pause)  # the progress thread delivers while we sleep
-            pause = min(pause * 2, 1e-3)
 
     def __enter__(self) -> Window:
         return self

@@ -119,6 +119,13 @@ inline constexpr const char* sync =
 inline constexpr const char* free =
     "free($self, /)\n--\n\n"
     "Free the window; collective. Any later call on it raises rma.RMAError.";
+inline constexpr const char* wait_until =
+    "wait_until($self, /, index, cmp, value, *, timeout=None)\n--\n\n"
+    "Block until `win.local[index] <cmp> value` holds; return the value seen.\n\n"
+    "cmp is one of \"==\", \"!=\", \"<\", \"<=\", \">\", \">=\". Progress goes on while waiting (other "
+    "ranks' puts and accumulates land). Raises rma.RMATimeoutError (a TimeoutError) after "
+    "`timeout` seconds or RMA_TIMEOUT, whichever comes first, and rma.PeerError when another rank "
+    "of the window dies meanwhile.";
 inline constexpr const char* attach =
     "attach($self, /, array)\n--\n\n"
     "Expose `array` (writable, C-contiguous) to the other ranks; return its displacement.\n\n"

@@ -6,7 +6,10 @@
 
 #include <pybind11/numpy.h>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
+#include <utility>
 
 #include "constants.hpp"
 #include "window_docs.hpp"
@@ -68,6 +71,7 @@ RMA_NO_PARAMETERS(sync)
 RMA_NO_PARAMETERS(free)
 RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
+constexpr Parameters kWaitUntil{"wait_until", {"index", "cmp", "value", "timeout"}, 4, 3, 3};
 constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
 constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
 
@@ -224,6 +228,86 @@ PyObject* free_window(WindowObject* self) {
   return none();
 }
 
+// ---- waiting for the local memory ----
+
+int comparison_of(PyObject* value) {
+  static constexpr std::pair<const char*, int> kComparisons[] = {{"==", Py_EQ}, {"!=", Py_NE}, {"<", Py_LT},
+                                                                 {"<=", Py_LE}, {">", Py_GT},  {">=", Py_GE}};
+  if (PyUnicode_Check(value)) {
+    const char* text = PyUnicode_AsUTF8(value);
+    if (text == nullptr) throw py::error_already_set();
+    for (auto [name, op] : kComparisons) {
+      if (std::strcmp(text, name) == 0) return op;
+    }
+  }
+  py::str shown = py::repr(value);
+  throw rma::UsageError("rma: win.wait_until: cmp must be one of ['!=', '<', '<=', '==', '>', '>='], not " +
+                        shown.cast<std::string>());
+}
+
+double timeout_of(PyObject* value) {
+  if (!given(value)) return -1;
+  if (PyBool_Check(value) || !(PyFloat_Check(value) || PyIndex_Check(value))) {
+    throw rma::ArgumentTypeError(std::string("rma: win.wait_until: timeout must be a number of seconds or None, not ") +
+                                 Py_TYPE(value)->tp_name);
+  }
+  double seconds = PyFloat_AsDouble(value);
+  if (seconds == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (std::isnan(seconds) || seconds < 0) {
+    throw rma::UsageError("rma: win.wait_until: timeout must be None or a number of seconds >= 0, not " +
+                          py::repr(value).cast<std::string>());
+  }
+  return seconds;
+}
+
+// win.wait_until(index, cmp, value, *, timeout=None): the core waits (GIL released, progress
+// going on, PeerError when a rank of the window dies, RMA_TIMEOUT); each look at local[index]
+// takes the GIL for NumPy's indexing and comparison.
+PyObject* wait_until(WindowObject* self, PyObject** slot) {
+  check_open(self, "wait_until");
+  int op = comparison_of(slot[1]);
+  double timeout = timeout_of(slot[3]);
+  PyObject *index = slot[0], *value = slot[2];
+  py::object local = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(self)).attr("_local");
+  py::object seen;
+  // With the GIL held: whether local[index] <op> value; false with the Python error set.
+  auto look = [&](bool& holds) {
+    PyObject* element = PyObject_GetItem(local.ptr(), index);
+    if (element == nullptr) return false;
+    seen = py::reinterpret_steal<py::object>(element);
+    PyObject* compared = PyObject_RichCompare(element, value, op);
+    if (compared == nullptr) return false;
+    int truth = PyObject_IsTrue(compared);
+    Py_DECREF(compared);
+    if (truth < 0) return false;
+    holds = truth != 0;
+    return true;
+  };
+  bool holds = false;
+  if (!look(holds)) throw py::error_already_set();
+  if (!holds) {
+    std::string what = core_of(self).where("wait_until", -1) + " (until local[" + py::repr(index).cast<std::string>() +
+                       "] " + PyUnicode_AsUTF8(slot[1]) + " " + py::repr(value).cast<std::string>() + ")";
+    PyObject *error_type = nullptr, *error_value = nullptr, *error_traceback = nullptr;
+    // Called by the core's wait without the GIL: an error of the look ends the wait and is
+    // raised here afterwards.
+    auto done = [&]() -> bool {
+      PyGILState_STATE gil = PyGILState_Ensure();
+      bool ok = look(holds);
+      if (!ok) PyErr_Fetch(&error_type, &error_value, &error_traceback);
+      PyGILState_Release(gil);
+      return !ok || holds;
+    };
+    released([&] { core_of(self).wait_local(done, timeout, [&] { return what; }); });
+    if (error_type != nullptr) {
+      PyErr_Restore(error_type, error_value, error_traceback);
+      throw py::error_already_set();
+    }
+  }
+  if (py::isinstance<py::array>(seen)) return seen.attr("copy")().release().ptr();
+  return seen.release().ptr();
+}
+
 // ---- dynamic windows ----
 
 PyObject* attach(WindowObject* self, PyObject** slot) {
@@ -284,6 +368,7 @@ const MethodSpec sync_methods[] = {
     RMA_METHOD0(flush_local_all, flush_local_all, window_docs::flush_local_all),
     RMA_METHOD0(sync, sync, window_docs::sync),
     RMA_METHOD0(free, free_window, window_docs::free),
+    RMA_METHOD("wait_until", kWaitUntil, wait_until, window_docs::wait_until),
     RMA_METHOD("attach", kAttach, attach, window_docs::attach),
     RMA_METHOD("detach", kDetach, detach, window_docs::detach),
     RMA_METHOD(

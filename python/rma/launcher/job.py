@@ -1,6 +1,7 @@
 """Run the ranks of one job until they all exit, and make sure that nothing of it outlives it.
 
 When one rank fails, the others are stopped, and rmarun exits with the failed rank's status.
+A rank that exits 0 without rma.finalize() while others still run makes rmarun exit 1.
 """
 
 from __future__ import annotations
@@ -56,11 +57,17 @@ class Job:
         self.stdout = Output(sys.stdout, out_lock)
         self.stderr = Output(sys.stderr, out_lock)
         self.died_per_store: set[int] = set()
+        # Ranks that exited while others were still running (without a stop by rmarun). One
+        # of them that also left the store without a goodbye (died_per_store: it never called
+        # rma.finalize()) failed even with exit status 0: its part of the job is missing, and
+        # the others may not have noticed.
+        self.left_others_running: set[int] = set()
         # Whether other ranks were still running when the first one failed.
         self.stopped_others = False
 
     def _on_rank_exit(self, rank: int, clean: bool) -> None:
-        # Informative only: the process exit status is what decides.
+        # (A store thread.) The exit status decides, except for a rank that exits 0 without
+        # finalizing while others run (see left_others_running).
         if not clean:
             self.died_per_store.add(rank)
 
@@ -161,6 +168,8 @@ class Job:
                 rank = self.ranks[who]
                 rank.returncode = value
                 running.discard(who)
+                if running and not stopping:
+                    self.left_others_running.add(who)
                 if value != 0 and not stopping:
                     # The first rank to fail on its own is the cause; the
                     # exits of ranks rmarun stops afterwards are not failures.
@@ -184,6 +193,19 @@ class Job:
         self._finish_relays()
         if cause is not None:
             self._report(cause)
+            return exit_code or 0
+        # (A process's sockets close before its exit is reported: the store has had the time
+        # since to see its connection end.)
+        unfinalized = sorted(
+            who for who in self.left_others_running & self.died_per_store if self.ranks[who].returncode == 0
+        )
+        if unfinalized and not exit_code:
+            for who in unfinalized:
+                say(
+                    f"rank {who} ended without rma.finalize() (exit status 0) while other ranks were "
+                    "still running: its part of the job may be missing"
+                )
+            exit_code = 1
         return exit_code or 0
 
     def _stop(self, sig: int) -> float:

@@ -13,6 +13,8 @@ void PeerStatus::mark_dead(int rank) noexcept {
     job_lost_.store(true, std::memory_order_release);
   } else if (rank >= 0 && rank < size_) {
     dead_[rank].store(true, std::memory_order_release);
+    int none = -1;
+    first_dead_.compare_exchange_strong(none, rank, std::memory_order_acq_rel);
   }
   any_dead_.store(true, std::memory_order_release);
 }
@@ -30,9 +32,13 @@ void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::strin
   }
   for (int rank : ranks) {
     if (rank != my_rank && dead(rank)) {
-      throw PeerError("rma: rank " + std::to_string(rank) +
-                      " died (its process ended without rma.finalize()) while rank " + std::to_string(my_rank) +
-                      " was in " + during);
+      int first = first_dead_.load(std::memory_order_acquire);
+      if (first < 0 || first == my_rank) first = rank;
+      std::string text = "rma: rank " + std::to_string(first) +
+                         " died (its process ended without rma.finalize()) while rank " + std::to_string(my_rank) +
+                         " was in " + during;
+      if (first != rank) text += "; rank " + std::to_string(rank) + ", which this call waits for, has ended since";
+      throw PeerError(text);
     }
   }
 }

@@ -18,6 +18,8 @@ class PeerStatus {
   bool dead(int rank) const noexcept;
   bool any_dead() const noexcept { return any_dead_.load(std::memory_order_acquire); }
   // Throws PeerError if one of `ranks` (world ranks) is dead; `during` names the waiting call.
+  // The error names the first rank of the job that died (which ranks that ended after their own
+  // PeerError may be waiting on), and the one of `ranks` too when it is another.
   void check(std::span<const int> ranks, int my_rank, const std::string& during) const;
   void check(int rank, int my_rank, const std::string& during) const {
     check(std::span<const int>(&rank, 1), my_rank, during);
@@ -28,6 +30,9 @@ class PeerStatus {
   std::unique_ptr<std::atomic<bool>[]> dead_;
   std::atomic<bool> any_dead_{false};
   std::atomic<bool> job_lost_{false};
+  // The first rank announced dead. Ranks that got a PeerError often end without finalizing
+  // too, and are then announced dead after it: an error names the first, the likely cause.
+  std::atomic<int> first_dead_{-1};
 };
 
 }  // namespace rma

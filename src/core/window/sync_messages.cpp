@@ -39,10 +39,13 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
   wire::append<uint8_t>(message, static_cast<uint8_t>(type));
   wire::append<uint8_t>(message, try_only ? 1 : 0);
   comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
-  std::vector<int> watch{comm_->members()[target]};
+  // Any rank of the window may hold the lock, and one that dies holding it keeps it forever
+  // (its data may be half written: the lock is not handed on). So a death anywhere in the
+  // window ends the wait, as on shared memory (SharedSync::lock). Watching every rank here is
+  // simpler than the target refusing queued requests when a holder dies, and needs no message.
   try {
     comm_->runtime().transport().wait_until(
-        [&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), watch,
+        [&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), comm_->members(),
         [&] {
           return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
                  " lock on rank " + std::to_string(target) + ", held by another rank)";

@@ -134,6 +134,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
 Window::Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base, uint64_t bytes,
                std::string label)
     : comm_(std::move(comm)),
+      peer_status_(&comm_->runtime().transport().peers()),
       service_(service),
       id_(id),
       base_(base),

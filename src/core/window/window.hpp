@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -151,6 +152,12 @@ class Window : public std::enable_shared_from_this<Window> {
   bool target_idle(int target);
   // Whether a passive-target epoch permits calls to target (kProcNull: any passive epoch).
   bool in_passive_epoch(int target) const;
+  // Waits until done() holds, for a condition on this rank's own memory that other ranks'
+  // calls make true (win.wait_until): progress goes on meanwhile. Throws PeerError when any
+  // other rank of the window dies (any of them could have been the one to satisfy it),
+  // TimeoutError after `timeout` seconds (< 0: none) or RMA_TIMEOUT, whichever comes first,
+  // Interrupted at a SIGINT. what: the call, for the messages.
+  void wait_local(const std::function<bool()>& done, double timeout, const std::function<std::string()>& what);
 
   // Target side (window/service.cpp), called by WindowService from the progress engine.
   void serve_apply(int source, std::span<const std::byte> message, size_t position);
@@ -193,6 +200,12 @@ class Window : public std::enable_shared_from_this<Window> {
   void await_post(int target, const char* call);
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment).
   bool exposes(int target, int64_t low, int64_t high);
+  // PeerError naming target if its rank is known dead: a call to it would be lost (a shared
+  // window's memory stays mapped after its owner died). One load while nobody died.
+  void check_alive(const char* call, int target) const {
+    if (peer_status_->any_dead()) check_dead(call, target);
+  }
+  void check_dead(const char* call, int target) const;
 
   // ---- completion (window_sync.cpp) ----
   // Every call to targets (and every message request) completed at origin and target.
@@ -213,6 +226,7 @@ class Window : public std::enable_shared_from_this<Window> {
   MessageSync& message_sync(const char* what);
 
   std::shared_ptr<Communicator> comm_;
+  const PeerStatus* peer_status_;  // the runtime's: which ranks died
   WindowService& service_;
   uint32_t id_;
   void* base_;

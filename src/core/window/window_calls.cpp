@@ -21,7 +21,8 @@ namespace rma {
 
 inline bool Window::admit_quick(int target, uint64_t offset, uint64_t bytes) {
   // (target is a rank: the caller found its reach.)
-  if (bytes == 0 || !epochs_.admits(target) || !comm_->runtime().active()) return false;
+  // (A dead rank anywhere: the general path says whether it is this target.)
+  if (bytes == 0 || !epochs_.admits(target) || !comm_->runtime().active() || peer_status_->any_dead()) return false;
   if (epochs_.awaits_post(target)) {
     // The first call to a target of a start epoch: its post must be here already (waiting
     // for it is the general path's business, without the GIL).
@@ -40,6 +41,7 @@ bool Window::admit(const char* call, int target, const Region& region) {
   comm_->runtime().require_active(call);
   epochs_.admit(call, target);
   if (target == kProcNull) return false;
+  check_alive(call, target);
   if (epochs_.awaits_post(target)) await_post(target, call);
   auto [low, high] = region.extent();
   if (region.elements() > 0 && !exposes(target, low, high)) {
@@ -63,6 +65,11 @@ void Window::await_post(int target, const char* call) {
                                           sync_->bell());
   sync_->take_post(target);
   epochs_.post_matched(target);
+}
+
+void Window::check_dead(const char* call, int target) const {
+  Runtime& runtime = comm_->runtime();
+  runtime.transport().peers().check(comm_->members()[target], runtime.rank(), epochs_.where(call, target));
 }
 
 bool Window::exposes(int target, int64_t low, int64_t high) {
@@ -156,7 +163,8 @@ bool Window::flush_direct(int target) {
   Reach* reach = reach_for(target);
   // A reach that completes its calls as they are made, and no message to target unanswered
   // (an accumulate of a process_vm window, or a call made before it fell back to the fabric).
-  if (reach == nullptr || !reach->immediate() || !epochs_.passive_access(target)) return false;
+  if (reach == nullptr || !reach->immediate() || !epochs_.passive_access(target) || peer_status_->any_dead())
+    return false;
   if (fabric_->outstanding_to(target) != 0) return false;
   // Direct calls completed as they were made; the fence orders them before what follows.
   std::atomic_thread_fence(std::memory_order_seq_cst);

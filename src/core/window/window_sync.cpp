@@ -1,6 +1,8 @@
 // The epoch methods: check with the epochs (window/epochs.hpp), complete what the ending
 // epoch's calls left in flight, synchronize (window/sync.hpp), then tell the epochs.
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <optional>
 
 #include "errors.hpp"
@@ -31,6 +33,7 @@ void Window::complete_calls(const char* call, const std::vector<int>& targets) {
 }
 
 void Window::complete_target(int target, const char* call) {
+  check_alive(call, target);  // calls to a dead rank are lost, even those that "completed"
   std::atomic_thread_fence(std::memory_order_seq_cst);
   bool immediate = routes_[target]->immediate();
   if (immediate && fabric_->outstanding_to(target) == 0) return;  // every call was direct: done
@@ -111,10 +114,31 @@ bool Window::test() {
   return true;
 }
 
+void Window::wait_local(const std::function<bool()>& done, double timeout, const std::function<std::string()>& what) {
+  if (freed()) throw RmaError("rma: " + what() + ": the window was freed");
+  if (done()) return;
+  double limit = comm_->runtime().options().timeout_seconds;
+  bool own = timeout >= 0 && (limit <= 0 || timeout < limit);
+  // (Deadline::after(0) is "never": a zero timeout still looks once more, then fails.)
+  Deadline deadline = own ? Deadline::after(std::max(timeout, 1e-9)) : comm_->runtime().deadline();
+  try {
+    // No bell: the puts that satisfy it land without ringing one; the wait backs off to
+    // sleeping 1 ms at most between looks.
+    comm_->runtime().transport().wait_until(done, deadline, comm_->members(), what);
+  } catch (const TimeoutError&) {
+    if (!own) throw;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout);
+    throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank()) +
+                       ": the condition still did not hold after " + seconds + " s (timeout=)");
+  }
+}
+
 // ---- passive target ----
 
 void Window::lock(int target, int type, int mode) {
   epochs_.before_lock("lock", target, type);
+  check_alive("lock", target);
   if (mode & kModeNoCheck) {
     // The caller promises no conflicting lock exists: no message, no queue.
     epochs_.locked(target, type, true);
@@ -125,6 +149,7 @@ void Window::lock(int target, int type, int mode) {
 
 bool Window::try_lock(int target, int type) {
   epochs_.before_lock("lock", target, type);
+  check_alive("lock", target);
   if (!sync_->lock(target, type, true, "lock")) return false;
   epochs_.locked(target, type, false);
   return true;
@@ -148,6 +173,7 @@ void Window::lock_all(int mode) {
   if (!(mode & kModeNoCheck)) {
     try {
       for (int target = 0; target < size(); ++target) {
+        check_alive("lock_all", target);
         if (sync_->lock(target, kLockShared, false, "lock_all")) epochs_.locked(target, kLockShared, false);
       }
     } catch (...) {
