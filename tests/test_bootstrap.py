@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from handmade_ranks import finish
 from rma._job.store_server import StoreServer
 
 RANK_PROLOGUE = "import os, sys, time, rma\n"
@@ -34,19 +35,6 @@ def start_ranks(code, size, store, *, extra_env=None, secret=None):
             )
         )
     return processes
-
-
-def finish(processes, timeout=30):
-    results = []
-    for process in processes:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            for p in processes:
-                p.kill()
-            raise
-        results.append((process.returncode, out, err))
-    return results
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from handmade_ranks import finish
 from rma._job.store_server import StoreServer
 
 PROLOGUE = """
@@ -42,16 +43,7 @@ def run_ranks(code, size, *, env=None, timeout=45):
                     text=True,
                 )
             )
-        results = []
-        for process in processes:
-            try:
-                out, err = process.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                for p in processes:
-                    p.kill()
-                raise
-            results.append((process.returncode, out, err))
-        return results
+        return finish(processes, timeout)
     finally:
         server.close()
 
