@@ -77,6 +77,9 @@ RESULTS = mostly(
     st.one_of(INT64, INT64.map(lambda array: array[::2])),
     st.one_of(ANY_ARRAY, ANY_ARRAY.map(lambda array: _readonly(array)), WRONG),
 )
+# fetch_and_op and compare_and_swap take one element: mostly one, sometimes anything.
+ONE_ORIGIN = mostly(st.one_of(hnp.arrays(dtype="i8", shape=1), st.integers(-5, 5)), ORIGINS)
+ONE_RESULT = mostly(hnp.arrays(dtype="i8", shape=1), RESULTS)
 OPS = mostly(st.sampled_from(list(rma.Op)), st.one_of(st.integers(0, 12), WRONG))
 TARGETS = mostly(
     st.none(),
@@ -117,7 +120,9 @@ def window_calls(draw):
     if name in ("accumulate", "raccumulate"):
         return name, (draw(ORIGINS), rank, disp, draw(OPS)), keywords
     if name == "compare_and_swap":
-        return name, (draw(ORIGINS), draw(ORIGINS), draw(RESULTS), rank, disp), keywords
+        return name, (draw(ONE_ORIGIN), draw(ONE_ORIGIN), draw(ONE_RESULT), rank, disp), keywords
+    if name == "fetch_and_op":
+        return name, (draw(ONE_ORIGIN), draw(ONE_RESULT), rank, disp, draw(OPS)), keywords
     return name, (draw(ORIGINS), draw(RESULTS), rank, disp, draw(OPS)), keywords
 
 
