@@ -14,6 +14,9 @@ import rma
 
 WINDOWS = 1000
 LOCKS = 100_000
+# Under AddressSanitizer (./dev.sh test's last pass) freed memory waits in ASan's quarantine, so
+# RSS grows by design there; fds and threads are still checked.
+UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
 def _rss_kib() -> int:
@@ -44,7 +47,7 @@ def test_windows_made_and_freed_leave_nothing(comm):
     rss_after, fds_after, threads_after = _usage()
     assert fds_after == fds, f"fds {fds} -> {fds_after} after {WINDOWS} windows"
     assert threads_after == threads
-    assert rss_after - rss < 4096, f"RSS grew by {rss_after - rss} KiB over {WINDOWS} windows"
+    assert UNDER_ASAN or rss_after - rss < 4096, f"RSS grew by {rss_after - rss} KiB over {WINDOWS} windows"
 
 
 @pytest.mark.rma(nprocs=[2], timeout=300)
@@ -64,6 +67,6 @@ def test_lock_unlock_pairs_leave_nothing(comm):
     comm.barrier()
     assert win.local[0] == pairs + 1000  # every accumulate of the peer landed
     assert (fds_after, threads_after) == (fds, threads)
-    assert rss_after - rss < 2048, f"RSS grew by {rss_after - rss} KiB over {pairs} lock/unlock pairs"
+    assert UNDER_ASAN or rss_after - rss < 2048, f"RSS grew by {rss_after - rss} KiB over {pairs} lock/unlock pairs"
     comm.barrier()
     win.free()
