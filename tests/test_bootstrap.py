@@ -9,32 +9,16 @@ import time
 
 import pytest
 
+import handmade_ranks
 from handmade_ranks import finish
 from rma._job.store_server import StoreServer
 
 RANK_PROLOGUE = "import os, sys, time, rma\n"
 
 
-def start_ranks(code, size, store, *, extra_env=None, secret=None):
-    """Start `size` ranks running `code` by hand, with the variables another launcher would set."""
-    processes = []
-    for rank in range(size):
-        env = dict(os.environ)
-        for name in ("RMA_RANK", "RMA_SIZE", "RMA_STORE", "RMA_SECRET", "RMA_PROVIDER"):
-            env.pop(name, None)
-        env.update(RMA_STORE=store.address, RMA_SECRET=secret or store.secret, RMA_SIZE=str(size))
-        env["SLURM_PROCID"] = str(rank)  # taken when RMA_RANK is unset
-        env.update((extra_env(rank) if callable(extra_env) else extra_env) or {})
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-c", RANK_PROLOGUE + textwrap.dedent(code)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    return processes
+def start_ranks(code, size, store, **options):
+    """Start `size` ranks running `code` by hand (handmade_ranks.start_ranks), rma imported."""
+    return handmade_ranks.start_ranks(code, size, store, prologue=RANK_PROLOGUE, **options)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from handmade_ranks import finish
+from handmade_ranks import finish, start_ranks
 from rma._job.store_server import StoreServer
 
 PROLOGUE = """
@@ -26,23 +26,8 @@ def run_ranks(code, size, *, env=None, timeout=45):
     server = StoreServer(size=size)
     server.start()
     try:
-        processes = []
-        for rank in range(size):
-            environment = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_RANK", "RMA_SIZE"))}
-            environment.update(
-                RMA_STORE=server.address, RMA_SECRET=server.secret, RMA_SIZE=str(size), RMA_RANK=str(rank)
-            )
-            environment.setdefault("RMA_TIMEOUT", "60")
-            environment.update(env or {})
-            processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", PROLOGUE + textwrap.dedent(code)],
-                    env=environment,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
+        environment = {"RMA_TIMEOUT": os.environ.get("RMA_TIMEOUT", "60"), **(env or {})}
+        processes = start_ranks(code, size, server, prologue=PROLOGUE, extra_env=environment, rank_variable="RMA_RANK")
         return finish(processes, timeout)
     finally:
         server.close()
