@@ -161,6 +161,36 @@ void check_locks(WindowObject* self, const char* call) {
   }
 }
 
+// Called as a lock call returns granted: a SIGINT that came meanwhile (with the grant, or while
+// the call was taking the GIL back) is Python's to handle now, not at the caller's next line. If
+// its handler raises (KeyboardInterrupt), the lock is given back first, so an exception out of a
+// lock call always means "not locked". (A signal after the return is the program's, as after
+// any call.) Returns whether the handler raised; its exception is then set.
+template <class GiveBack>
+bool interrupted_as_granted(GiveBack&& give_back) {
+  if (PyErr_CheckSignals() == 0) return false;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (!give_back()) {
+    // Not given back (its target died, say): the interrupt stays the error, with this as its
+    // context.
+    PyObject *failed_type, *failed, *failed_traceback;
+    PyErr_Fetch(&failed_type, &failed, &failed_traceback);
+    PyErr_NormalizeException(&failed_type, &failed, &failed_traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (failed != nullptr && value != nullptr) {
+      if (failed_traceback != nullptr) PyException_SetTraceback(failed, failed_traceback);
+      PyException_SetContext(value, failed);  // (steals failed)
+    } else {
+      Py_XDECREF(failed);
+    }
+    Py_XDECREF(failed_type);
+    Py_XDECREF(failed_traceback);
+  }
+  PyErr_Restore(type, value, traceback);
+  return true;
+}
+
 PyObject* lock(WindowObject* self, PyObject** slot) {
   check_open(self, "lock");
   int rank = rank_of(self, slot[0], "lock", "rank", false);
@@ -168,6 +198,7 @@ PyObject* lock(WindowObject* self, PyObject** slot) {
   long mode = mode_of(slot[2], "lock");
   check_locks(self, "lock");
   released([&] { core_of(self).lock(rank, type, static_cast<int>(mode)); });
+  if (interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Lock, rank);
 }
 
@@ -178,6 +209,7 @@ PyObject* try_lock(WindowObject* self, PyObject** slot) {
   check_locks(self, "lock");
   bool granted = false;
   released([&] { granted = core_of(self).try_lock(rank, type); });
+  if (granted && interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return PyBool_FromLong(granted);
 }
 
@@ -192,6 +224,7 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
   long mode = mode_of(slot[0], "lock_all");
   check_locks(self, "lock_all");
   released([&] { core_of(self).lock_all(static_cast<int>(mode)); });
+  if (interrupted_as_granted([&] { return window_calls::unlock_all(self); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::LockAll, 0);
 }
 

@@ -13,6 +13,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
   unsigned long interrupts_before = interrupt_count();
+  bool chained = false;
   while (!done()) {
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.
@@ -27,6 +28,13 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
       throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) + " did not finish within " + seconds +
                          " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
+    }
+    if (interruptible && !chained && backoff.sleeping()) {
+      // A wait this long is one a user may Ctrl-C: make sure a signal.signal(SIGINT, ...)
+      // since the last wait did not take our handler out of the chain (a syscall, so only once
+      // the wait is long).
+      chain_interrupt_handler();
+      chained = true;
     }
     if (busy) {
       backoff.reset();

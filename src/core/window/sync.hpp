@@ -111,6 +111,7 @@ class MessageSync final : public Sync {
  private:
   void answer(int origin, uint8_t grant);
   void grant_waiting();
+  bool given_up(int target);  // a request to target was given up and its answer is still due
   std::shared_ptr<Communicator> comm_;
   uint32_t window_;
   Where where_;

@@ -33,6 +33,18 @@ void MessageSync::notify(Notice notice, const std::vector<int>& ranks) {
 }
 
 bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
+  auto what = [&] {
+    return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
+           " lock on rank " + std::to_string(target) + ", held by another rank)";
+  };
+  if (given_up(target)) {
+    // A request given up earlier (interrupted) still waits in the target's queue, which has
+    // room for one request per rank, and its answer would be taken for this one's. A try gets
+    // "not free" (it is not); a lock waits until that grant came and was handed back.
+    if (try_only) return false;
+    comm_->runtime().transport().wait_until([&] { return !given_up(target); }, comm_->runtime().deadline(),
+                                            comm_->members(), what);
+  }
   grant_[target] = 0;
   Bytes message;
   wire::append<uint32_t>(message, window_);
@@ -44,12 +56,8 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
   // window ends the wait, as on shared memory (SharedSync::lock). Watching every rank here is
   // simpler than the target refusing queued requests when a holder dies, and needs no message.
   try {
-    comm_->runtime().transport().wait_until(
-        [&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(), comm_->members(),
-        [&] {
-          return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
-                 " lock on rank " + std::to_string(target) + ", held by another rank)";
-        });
+    comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(),
+                                            comm_->members(), what);
   } catch (...) {
     // Given up (deadline, interrupt): the request stays queued at the target. Whenever its
     // grant comes, hand the lock straight back, or nobody else would ever get it.
@@ -62,6 +70,11 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
     throw;
   }
   return grant_[target].load() == 1;
+}
+
+bool MessageSync::given_up(int target) {
+  std::lock_guard lock(grant_mutex_);
+  return abandoned_[target] != 0;
 }
 
 void MessageSync::unlock(int target) {
