@@ -92,10 +92,10 @@ def test_sigint_interrupts_a_window_wait(blocked_in):
 # ---- racing SIGINT against lock grants ----
 # Every rank takes rank 0's exclusive lock over and over, holds it for a moment and counts a
 # non-atomic increment under it, while a thread of its own sends it SIGINT at random moments.
-# The thread sends only while the main thread is between `INSIDE[0] = True` and
-# `INSIDE[0] = False` around lock(): it reads the flag and sends with the GIL held, and the main
-# thread needs the GIL to leave lock(), so a KeyboardInterrupt that reaches the
-# `except` with `held` False came from inside lock(). (One sent just as lock() returned is
+# The thread sends one signal per lock() call, and only while the main thread is between
+# `INSIDE[0] = attempt` and `INSIDE[0] = 0` around it: it reads the flag and sends with the GIL
+# held, and the main thread needs the GIL to leave lock(), so a KeyboardInterrupt that reaches
+# the `except` with `held` False came from inside lock(). (One sent just as lock() returned is
 # raised at the next check of Python's eval loop, the call of `checkpoint()`, with `held` True:
 # the program knows it holds the lock then, and gives it back.)
 RACE = """
@@ -106,16 +106,19 @@ RACE = """
     ATTEMPTS = {attempts}
     comm = rma.init()
     win = rma.Window.allocate(comm, 1, np.int64)
-    INSIDE = [False]
+    INSIDE = [0]  # the attempt whose lock() the main thread is in; 0: none
     stop = threading.Event()
     main = threading.main_thread().ident
     rng = random.Random(comm.rank)
 
     def interrupter():
+        last = 0
         while not stop.is_set():
             time.sleep(rng.uniform(0, 0.002))
-            if INSIDE[0]:  # (with the GIL held from here to the signal)
+            attempt = INSIDE[0]  # (with the GIL held from here to the signal)
+            if attempt and attempt != last:  # one signal per lock() call, like one Ctrl-C
                 signal.pthread_kill(main, signal.SIGINT)
+                last = attempt
 
     def checkpoint():
         pass
@@ -123,13 +126,13 @@ RACE = """
     threading.Thread(target=interrupter, daemon=True).start()
     done = interrupted = late = 0
     value = np.zeros(1, np.int64)
-    for attempt in range(ATTEMPTS):
+    for attempt in range(1, ATTEMPTS + 1):
         held = False
         try:
-            INSIDE[0] = True
+            INSIDE[0] = attempt
             win.lock(0)
             held = True
-            INSIDE[0] = False
+            INSIDE[0] = 0
             checkpoint()
             win.get(value, 0)
             win.flush(0)
@@ -139,7 +142,7 @@ RACE = """
             held = False
             done += 1
         except KeyboardInterrupt:
-            INSIDE[0] = False
+            INSIDE[0] = 0
             if held:
                 late += 1
                 win.unlock(0)
@@ -153,7 +156,7 @@ RACE = """
             else:
                 print("LEAKED: a KeyboardInterrupt out of lock() left the lock held", flush=True)
     stop.set()
-    INSIDE[0] = False
+    INSIDE[0] = 0
     total = comm.allgather(done)
     comm.barrier()
     with win.lock(0, rma.LOCK_SHARED):
