@@ -19,9 +19,9 @@ class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const FabricOptions& options)
       : Transport(options.rank, options.size),
-        endpoint_(options.provider, options.node, *this, options.timeout_seconds),
-        link_(*this, options.timeout_seconds),
         router_(options.rank, options.size),
+        endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds),
+        link_(*this, router_, options.timeout_seconds),
         inbox_messages_(options.inbox_messages) {}
 
   std::vector<std::byte> address() const override;
@@ -63,9 +63,9 @@ class FabricTransport final : public Transport {
  private:
   void check_target(int target, const char* call) const;
 
+  MessageRouter router_;  // (first: the endpoint and the link number messages with it)
   FabricEndpoint endpoint_;
   InboxLink link_;
-  MessageRouter router_;
   bool inbox_messages_;
   bool connected_ = false;
   std::atomic<uint64_t> passes_{0};  // of progress(), to poll an idle fabric less often
@@ -113,26 +113,35 @@ void FabricTransport::check_target(int target, const char* call) const {
 
 void FabricTransport::send(int target, uint16_t handler, std::span<const std::byte> payload) {
   check_target(target, "send");
-  FragmentHeader header = router_.begin_message(target, handler, payload.size());
+  FragmentHeader header = router_.header(handler, payload.size());
   if (target == rank()) {
     // To itself a message needs no fabric and no fragmenting.
+    router_.commit_first(target, header, [] { return true; });
     Fragments local;
     local.emplace_back(header, std::vector<std::byte>(payload.begin(), payload.end()));
     router_.deliver(std::move(local));
     return;
   }
-  if (inbox_messages_ && link_.reaches(target)) {
-    link_.send(target, header, payload);
-    return;
-  }
+  bool inbox = inbox_messages_ && link_.reaches(target);
   size_t offset = 0;
-  do {
-    size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
-    header.offset = offset;
-    endpoint_.send(target, header, payload.subspan(offset, chunk));
-    link_.ring(target);
-    offset += chunk;
-  } while (offset < payload.size());
+  try {
+    do {
+      size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
+      header.offset = offset;
+      if (inbox) {
+        link_.push(target, header, payload.subspan(offset, chunk), offset == 0);
+      } else {
+        endpoint_.send(target, header, payload.subspan(offset, chunk), offset == 0);
+      }
+      link_.ring(target);  // its progress engine may sleep, and some providers need the target's progress
+      offset += chunk;
+    } while (offset < payload.size());
+  } catch (const std::exception& error) {
+    // Nothing of it left (offset 0): it took no sequence number and the route is intact. Else
+    // the target holds the start of a message that nothing will complete.
+    if (offset > 0) router_.break_route(target, error.what());
+    throw;
+  }
 }
 
 bool FabricTransport::progress() {
