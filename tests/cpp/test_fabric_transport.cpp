@@ -4,6 +4,7 @@
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
 #include "runtime/fabric_transport.hpp"
 
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "check.hpp"
@@ -40,6 +42,7 @@ struct Rank {
   std::map<int, int> arrivals;  // barrier phase -> ranks arrived
   std::vector<RegionDescriptor> regions;
   int regions_known = 0;
+  std::vector<Bytes> addresses;  // every rank's, as connect() took them
 
   explicit Rank(Transport& t) : transport(t), rank(t.rank()), size(t.size()), regions(t.size()) {
     transport.set_handler(kBarrier, [this](int, Bytes&& payload) {
@@ -130,6 +133,10 @@ struct JobSetup {
   // Whether the ranks meet in a barrier after the body; a body that breaks the way to a rank
   // keeps its ranks in step by itself (with flags()).
   bool closing_barrier = true;
+  // What each rank publishes, given its address() (default: that address).
+  std::function<Bytes(int rank, Bytes address)> publish;
+  // Non-empty: connect() must throw a FabricError saying this on every rank (no body then).
+  std::string connect_error;
 };
 
 // Forks `size` ranks that run body(rank) over `provider` (messages through the ranks'
@@ -149,7 +156,14 @@ void run_job(const std::string& provider, bool inboxes, int size, const std::fun
     options.inbox_messages = inboxes;
     auto transport = rma::open_fabric_transport(options);
     Rank rank(*transport);  // handlers are in place before anyone knows our address
-    transport->connect(exchange(transport->address()), rma::Topology(setup.hosts, r));
+    Bytes address = transport->address();
+    rank.addresses = exchange(setup.publish ? setup.publish(r, std::move(address)) : std::move(address));
+    if (!setup.connect_error.empty()) {
+      CHECK_THROWS(rma::fabric::FabricError, setup.connect_error,
+                   transport->connect(rank.addresses, rma::Topology(setup.hosts, r)));
+      return test::failed() == 0 ? 0 : 1;
+    }
+    transport->connect(rank.addresses, rma::Topology(setup.hosts, r));
     body(rank);
     if (setup.closing_barrier) rank.barrier(1000);  // nobody tears down while a peer still needs it
     try {
@@ -383,6 +397,24 @@ void failed_message_breaks_the_route(Rank& me) {
   }
 }
 
+// Endpoint names (FabricAddress::endpoint) of the job's ranks, by rank.
+std::vector<Bytes> endpoint_names(const std::vector<Bytes>& addresses) {
+  std::vector<Bytes> names;
+  for (const Bytes& address : addresses) {
+    names.push_back(rma::FabricAddress::decode(address, static_cast<int>(names.size())).endpoint);
+  }
+  return names;
+}
+
+void names_of_different_lengths(Rank& me) {
+  // Every rank's endpoint name has a length of its own; each reaches every other all the same
+  // (messages through the fabric go through the address vector, and so do one-sided operations).
+  std::set<size_t> lengths;
+  for (const Bytes& name : endpoint_names(me.addresses)) lengths.insert(name.size());
+  CHECK(lengths.size() == me.addresses.size());
+  active_messages(me);
+  one_sided(me);
+}
 }  // namespace
 
 int main() {
@@ -445,6 +477,56 @@ int main() {
       });
     }
   }
+  // Endpoint names of different lengths, really: shm names are the node each rank binds to
+  // ("fi_shm://<node>:<uid>:<n>"), so nodes of different lengths make them differ.
+  for (bool inboxes : {false, true}) {
+    test::run(std::string("shm, names of different lengths, ") + (inboxes ? "inboxes" : "fabric messages"), [&] {
+      JobSetup setup;
+      setup.node = [](int r) { return std::to_string(getpid()) + "-rank" + std::string(1 + 37 * r, 'n'); };
+      run_job("shm", inboxes, 3, names_of_different_lengths, setup);
+    });
+  }
+  test::run("shm, a name that counts no terminator", [] {
+    // The provider reads a shm name up to its NUL (fi_av_insert takes no length): rank 1
+    // publishes its name without it. Read from our bytes alone, it is the same name.
+    JobSetup setup;
+    setup.publish = [](int r, Bytes address) {
+      if (r != 1) return address;
+      rma::FabricAddress parts = rma::FabricAddress::decode(address, r);
+      CHECK(parts.endpoint.back() == std::byte{0});
+      parts.endpoint.pop_back();
+      return parts.encode();
+    };
+    run_job(
+        "shm", false, 2,
+        [](Rank& me) {
+          CHECK(endpoint_names(me.addresses)[1].back() != std::byte{0});
+          active_messages(me);
+          one_sided(me);
+        },
+        setup);
+  });
+  test::run("tcp;ofi_rxm over IPv6 loopback", [] {
+    JobSetup setup;
+    setup.node = [](int) { return std::string("::1"); };
+    run_job(
+        "tcp;ofi_rxm", false, 2,
+        [](Rank& me) {
+          for (const Bytes& name : endpoint_names(me.addresses)) CHECK(name.size() == sizeof(sockaddr_in6));
+          active_messages(me);
+          one_sided(me);
+        },
+        setup);
+  });
+  test::run("tcp;ofi_rxm, IPv4 and IPv6 in one job", [] {
+    // One address vector takes one address family in libfabric 1.17 (the util AV sizes its
+    // entries by the first name it takes, or by the domain's format, and refuses longer ones):
+    // every rank says which name it could not take, at connect, rather than crash or hang.
+    JobSetup setup;
+    setup.node = [](int r) { return std::string(r == 1 ? "::1" : "127.0.0.1"); };
+    setup.connect_error = "fi_av_insert: Invalid argument (22): endpoint of rank 1";
+    run_job("tcp;ofi_rxm", false, 2, [](Rank&) {}, setup);
+  });
   test::run("inboxes: a message that fails partway", [] {
     JobSetup setup;
     setup.timeout_seconds = 1;

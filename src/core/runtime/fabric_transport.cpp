@@ -73,12 +73,7 @@ class FabricTransport final : public Transport {
 };
 
 std::vector<std::byte> FabricTransport::address() const {
-  // The endpoint's name, then the inbox's name and its length in the last byte.
-  std::vector<std::byte> address = endpoint_.name();
-  const std::string& inbox = link_.name();
-  for (char c : inbox) address.push_back(static_cast<std::byte>(c));
-  address.push_back(static_cast<std::byte>(inbox.size()));
-  return address;
+  return FabricAddress{endpoint_.name(), link_.name()}.encode();
 }
 
 void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) {
@@ -89,14 +84,9 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
   std::vector<std::vector<std::byte>> names;
   std::vector<std::string> inboxes;
   for (int peer = 0; peer < size(); ++peer) {
-    const auto& address = addresses[peer];
-    size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
-    if (address.size() < inbox_length + 1) {
-      throw UsageError("rma: connect: rank " + std::to_string(peer) + "'s address is malformed");
-    }
-    size_t name_length = address.size() - inbox_length - 1;
-    names.emplace_back(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length));
-    inboxes.emplace_back(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length);
+    FabricAddress address = FabricAddress::decode(addresses[peer], peer);
+    names.push_back(std::move(address.endpoint));
+    inboxes.push_back(std::move(address.inbox));
   }
   link_.connect(inboxes, topology);
   endpoint_.connect(names);
@@ -159,6 +149,27 @@ bool FabricTransport::progress() {
 }
 
 }  // namespace
+
+std::vector<std::byte> FabricAddress::encode() const {
+  if (endpoint.empty()) throw UsageError("rma: an endpoint without a name cannot be reached");
+  if (inbox.size() > 255) throw UsageError("rma: the inbox name " + inbox + " is longer than 255 bytes");
+  std::vector<std::byte> address = endpoint;
+  for (char c : inbox) address.push_back(static_cast<std::byte>(c));
+  address.push_back(static_cast<std::byte>(inbox.size()));
+  return address;
+}
+
+FabricAddress FabricAddress::decode(std::span<const std::byte> address, int rank) {
+  size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
+  // At least one byte of endpoint name, the inbox name, and its length.
+  if (address.size() < inbox_length + 2) {
+    throw UsageError("rma: connect: rank " + std::to_string(rank) + "'s address is malformed (" +
+                     std::to_string(address.size()) + " bytes)");
+  }
+  size_t name_length = address.size() - inbox_length - 1;
+  return FabricAddress{{address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length)},
+                       std::string(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length)};
+}
 
 std::unique_ptr<Transport> open_fabric_transport(const FabricOptions& options) {
   return std::make_unique<FabricTransport>(options);
