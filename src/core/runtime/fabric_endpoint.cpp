@@ -98,15 +98,21 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
 }
 
 FabricEndpoint::~FabricEndpoint() {
-  // Closing the endpoint cancels the posted receives and abandons unfinished sends; only then
-  // may their buffers go.
+  // Closing the endpoint cancels the posted receives and abandons unfinished sends, but their
+  // buffers must not go: a peer may still copy a message out of them after we closed (shm's
+  // receiver reads a large message from the sender's memory, process_vm_readv, when it gets to
+  // it; measured: a window request sent just before a finalize arrived as the bytes that had
+  // reused its buffer). They stay, reachable, until the process ends.
+  static std::mutex abandoned_mutex;
+  static auto* abandoned = new std::vector<std::unique_ptr<Operation>>();  // never destroyed
   std::lock_guard lock(mutex_);
   endpoint_.reset();
   av_.reset();
   cq_.reset();
   domain_.reset();
   fabric_.reset();
-  for (Operation* send : live_sends_) delete send;
+  std::lock_guard keep(abandoned_mutex);
+  for (Operation* send : live_sends_) abandoned->emplace_back(send);
 }
 
 void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {

@@ -102,7 +102,7 @@ class FabricEndpoint {
   std::vector<std::string> errors_;           // first failure per target, reported by flush
   std::vector<std::unique_ptr<Operation>> receives_;
   std::vector<Operation*> unposted_receives_;  // refused with -FI_EAGAIN, retried by poll
-  std::unordered_set<Operation*> live_sends_;  // freed at completion, or at destruction
+  std::unordered_set<Operation*> live_sends_;  // freed at completion (see ~FabricEndpoint)
   std::atomic<uint64_t> sends_outstanding_{0};
   std::atomic<int64_t> in_flight_{0};  // sends and one-sided operations not completed
 };
