@@ -135,7 +135,7 @@ case "${1:-}" in
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
-        tests/test_dead_peers.py tests/test_interrupts.py \
+        tests/test_dead_peers.py tests/test_interrupts.py tests/test_failed_sends.py \
         tests/test_comm.py
       asan_suite
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.

@@ -455,6 +455,11 @@ PyObject* window_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
 // Windows dropped without free(): a window is collective to free, so the other ranks may still
 // put into this rank's memory. It stays (with its registration and the arrays the window
 // kept) until the process ends, rather than going back to the allocator under their puts.
+// So does a window whose calls were never completed by a synchronization (its keep-alive
+// still holds their arrays), exposed or not: once the runtime is finalized (after an uncaught
+// exception, rma.finalize() with a window in use) nothing can complete them any more, yet a
+// peer may still be reading an origin (the shm provider's target copies a large put out of the
+// origin's memory when it gets to it) or answering into a result.
 std::vector<std::unique_ptr<WindowState>>& dropped_windows() {
   static auto* dropped = new std::vector<std::unique_ptr<WindowState>>();  // never destroyed: the process ends
   return *dropped;
@@ -462,12 +467,18 @@ std::vector<std::unique_ptr<WindowState>>& dropped_windows() {
 
 void window_dealloc(PyObject* self) {
   std::unique_ptr<WindowState> state(reinterpret_cast<WindowObject*>(self)->state);
-  if (state && state->core->exposed()) {
+  bool exposed = state && state->core->exposed();
+  size_t in_flight = state ? state->held.count() : 0;  // arrays of calls not completed
+  if (exposed || in_flight > 0) {
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);  // (a dealloc may run while an exception is set)
     std::string text = "rma: " + state->core->label() + " on rank " + std::to_string(state->core->rank()) +
-                       " was dropped without free(): its memory stays exposed to the other ranks until the "
-                       "job ends (free() is collective; call it on every rank)";
+                       " was dropped without free(): " +
+                       (exposed ? "its memory stays exposed to the other ranks until the job ends (free() is "
+                                  "collective; call it on every rank)"
+                                : std::to_string(in_flight) +
+                                      " array(s) of its calls that no synchronization completed stay until the "
+                                      "process ends");
     // (Not WriteUnraisable(self): its repr would touch the half-destroyed object.)
     if (PyErr_WarnEx(PyExc_ResourceWarning, text.c_str(), 1) < 0) PyErr_WriteUnraisable(nullptr);
     PyErr_Restore(type, value, traceback);

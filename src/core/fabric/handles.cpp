@@ -2,6 +2,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -129,9 +130,19 @@ void AddressVector::insert(const std::vector<std::vector<std::byte>>& names) {
   // One name at a time: names may differ in length (shm's embed the process id, which gains a
   // digit now and then), so they cannot go as one packed array. FI_AV_TABLE gives the i-th
   // inserted name the address i, which we check.
+  //
+  // fi_av_insert takes no length: the provider reads as much as its own format says (shm up
+  // to the terminating NUL, tcp a whole sockaddr of the family the first bytes name). A name
+  // that ends early for that format (a peer bound to another address family, a provider that
+  // counts no terminator, a damaged address) would make it read past the bytes we hold; so
+  // each name goes in from a copy followed by kSlack zero bytes, which end a string and fill
+  // any socket address, and the provider takes it or refuses it without reading further.
+  constexpr size_t kSlack = 256;
   for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<std::byte> name(names[i].size() + kSlack, std::byte{0});
+    std::copy(names[i].begin(), names[i].end(), name.begin());
     fi_addr_t address = FI_ADDR_NOTAVAIL;
-    int inserted = fi_av_insert(get(), names[i].data(), 1, &address, 0, nullptr);
+    int inserted = fi_av_insert(get(), name.data(), 1, &address, 0, nullptr);
     check(inserted, "fi_av_insert", "endpoint of rank " + std::to_string(i));
     if (inserted != 1 || address != static_cast<fi_addr_t>(i)) {
       throw FabricError("fi_av_insert", FI_EINVAL,

@@ -65,8 +65,9 @@ fabric::Info FabricEndpoint::hints(const std::string& provider) {
 }
 
 FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
-                               double timeout_seconds)
+                               MessageRouter& router, double timeout_seconds)
     : owner_(owner),
+      router_(router),
       timeout_seconds_(timeout_seconds),
       issued_(owner.size()),
       completed_(owner.size()),
@@ -97,15 +98,21 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
 }
 
 FabricEndpoint::~FabricEndpoint() {
-  // Closing the endpoint cancels the posted receives and abandons unfinished sends; only then
-  // may their buffers go.
+  // Closing the endpoint cancels the posted receives and abandons unfinished sends, but their
+  // buffers must not go: a peer may still copy a message out of them after we closed (shm's
+  // receiver reads a large message from the sender's memory, process_vm_readv, when it gets to
+  // it; measured: a window request sent just before a finalize arrived as the bytes that had
+  // reused its buffer). They stay, reachable, until the process ends.
+  static std::mutex abandoned_mutex;
+  static auto* abandoned = new std::vector<std::unique_ptr<Operation>>();  // never destroyed
   std::lock_guard lock(mutex_);
   endpoint_.reset();
   av_.reset();
   cq_.reset();
   domain_.reset();
   fabric_.reset();
-  for (Operation* send : live_sends_) delete send;
+  std::lock_guard keep(abandoned_mutex);
+  for (Operation* send : live_sends_) abandoned->emplace_back(send);
 }
 
 void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {
@@ -194,14 +201,22 @@ void FabricEndpoint::read(int target, void* destination, size_t length, const Re
   transfer(false, target, destination, length, source);
 }
 
-void FabricEndpoint::send(int target, const FragmentHeader& header, std::span<const std::byte> payload) {
+void FabricEndpoint::send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
   auto* op = new Operation(Operation::Kind::Send, target, sizeof header + payload.size());
-  std::memcpy(op->data, &header, sizeof header);
   if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
   try {
     post(target, "fi_send", [&] {
-      ssize_t rc =
-          fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+      ssize_t rc = -FI_EAGAIN;
+      auto commit = [&] {
+        std::memcpy(op->data, &header, sizeof header);  // (the first fragment's number is set by now)
+        rc = fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+        return rc == 0;
+      };
+      if (first) {
+        router_.commit_first(target, header, commit);
+      } else {
+        commit();
+      }
       if (rc == 0) {
         live_sends_.insert(op);
         ++sends_outstanding_;
@@ -248,11 +263,13 @@ bool FabricEndpoint::poll(Fragments& arrived) {
     } else if (op->kind == Operation::Kind::Receive) {
       if (error.err != FI_ECANCELED) post_receive(op);
     } else {
+      bool send = op->kind == Operation::Kind::Send;
+      std::string failure = std::string(send ? "message" : "one-sided operation") + " to rank " +
+                            std::to_string(op->target) + " failed: " + text;
+      // A lost fragment leaves a message its target can never complete.
+      if (send) router_.break_route(op->target, failure);
       std::string& first = errors_[op->target];
-      if (first.empty()) {
-        first = std::string(op->kind == Operation::Kind::Send ? "message" : "one-sided operation") + " to rank " +
-                std::to_string(op->target) + " failed: " + text;
-      }
+      if (first.empty()) first = std::move(failure);
       retire(op);
     }
     return true;

@@ -19,6 +19,7 @@
 
 #include "fabric/handles.hpp"
 #include "runtime/message_assembler.hpp"
+#include "runtime/message_router.hpp"
 #include "runtime/transport.hpp"
 
 namespace rma {
@@ -28,8 +29,10 @@ class FabricEndpoint {
   // Opens fabric, domain, completion queue, address vector and endpoint of `provider` ("" =
   // libfabric's choice) bound to `node` ("" = the provider's default), and posts the receives.
   // `owner` is the transport it serves: its progress drives a post the provider refuses for
-  // now, for at most timeout_seconds. Throws FabricError.
-  FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner, double timeout_seconds);
+  // now, for at most timeout_seconds. `router` numbers the messages it sends, and learns of
+  // those lost after they left (a send whose completion reports an error). Throws FabricError.
+  FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner, MessageRouter& router,
+                 double timeout_seconds);
   ~FabricEndpoint();
   FabricEndpoint(const FabricEndpoint&) = delete;
   FabricEndpoint& operator=(const FabricEndpoint&) = delete;
@@ -48,8 +51,10 @@ class FabricEndpoint {
   // As Transport::write and read; the target is a valid rank (not checked here).
   void write(int target, const void* source, size_t length, const RemoteAddress& destination);
   void read(int target, void* destination, size_t length, const RemoteAddress& source);
-  // Posts one fragment (copied: header, then payload of at most kFragmentPayload bytes).
-  void send(int target, const FragmentHeader& header, std::span<const std::byte> payload);
+  // Posts one fragment (copied: header, then payload of at most kFragmentPayload bytes). The
+  // first fragment of a message (`first`) takes its sequence number from the router when the
+  // provider takes it (MessageRouter::commit_first), into header.sequence.
+  void send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first);
 
   // Reads completions: appends arrived fragments to `arrived`, reposts their receives, retires
   // finished sends and one-sided operations. True if anything completed.
@@ -78,6 +83,7 @@ class FabricEndpoint {
   void retire(Operation* op);             // under mutex_: a finished send or one-sided operation
 
   Transport& owner_;
+  MessageRouter& router_;
   double timeout_seconds_;
   std::string provider_;
   std::optional<fabric::Info> info_;
@@ -96,7 +102,7 @@ class FabricEndpoint {
   std::vector<std::string> errors_;           // first failure per target, reported by flush
   std::vector<std::unique_ptr<Operation>> receives_;
   std::vector<Operation*> unposted_receives_;  // refused with -FI_EAGAIN, retried by poll
-  std::unordered_set<Operation*> live_sends_;  // freed at completion, or at destruction
+  std::unordered_set<Operation*> live_sends_;  // freed at completion (see ~FabricEndpoint)
   std::atomic<uint64_t> sends_outstanding_{0};
   std::atomic<int64_t> in_flight_{0};  // sends and one-sided operations not completed
 };

@@ -19,9 +19,9 @@ class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const FabricOptions& options)
       : Transport(options.rank, options.size),
-        endpoint_(options.provider, options.node, *this, options.timeout_seconds),
-        link_(*this, options.timeout_seconds),
         router_(options.rank, options.size),
+        endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds),
+        link_(*this, router_, options.timeout_seconds),
         inbox_messages_(options.inbox_messages) {}
 
   std::vector<std::byte> address() const override;
@@ -63,9 +63,9 @@ class FabricTransport final : public Transport {
  private:
   void check_target(int target, const char* call) const;
 
+  MessageRouter router_;  // (first: the endpoint and the link number messages with it)
   FabricEndpoint endpoint_;
   InboxLink link_;
-  MessageRouter router_;
   bool inbox_messages_;
   bool connected_ = false;
   std::atomic<uint64_t> passes_{0};  // of progress(), to poll an idle fabric less often
@@ -73,12 +73,7 @@ class FabricTransport final : public Transport {
 };
 
 std::vector<std::byte> FabricTransport::address() const {
-  // The endpoint's name, then the inbox's name and its length in the last byte.
-  std::vector<std::byte> address = endpoint_.name();
-  const std::string& inbox = link_.name();
-  for (char c : inbox) address.push_back(static_cast<std::byte>(c));
-  address.push_back(static_cast<std::byte>(inbox.size()));
-  return address;
+  return FabricAddress{endpoint_.name(), link_.name()}.encode();
 }
 
 void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) {
@@ -89,14 +84,9 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
   std::vector<std::vector<std::byte>> names;
   std::vector<std::string> inboxes;
   for (int peer = 0; peer < size(); ++peer) {
-    const auto& address = addresses[peer];
-    size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
-    if (address.size() < inbox_length + 1) {
-      throw UsageError("rma: connect: rank " + std::to_string(peer) + "'s address is malformed");
-    }
-    size_t name_length = address.size() - inbox_length - 1;
-    names.emplace_back(address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length));
-    inboxes.emplace_back(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length);
+    FabricAddress address = FabricAddress::decode(addresses[peer], peer);
+    names.push_back(std::move(address.endpoint));
+    inboxes.push_back(std::move(address.inbox));
   }
   link_.connect(inboxes, topology);
   endpoint_.connect(names);
@@ -113,26 +103,35 @@ void FabricTransport::check_target(int target, const char* call) const {
 
 void FabricTransport::send(int target, uint16_t handler, std::span<const std::byte> payload) {
   check_target(target, "send");
-  FragmentHeader header = router_.begin_message(target, handler, payload.size());
+  FragmentHeader header = router_.header(handler, payload.size());
   if (target == rank()) {
     // To itself a message needs no fabric and no fragmenting.
+    router_.commit_first(target, header, [] { return true; });
     Fragments local;
     local.emplace_back(header, std::vector<std::byte>(payload.begin(), payload.end()));
     router_.deliver(std::move(local));
     return;
   }
-  if (inbox_messages_ && link_.reaches(target)) {
-    link_.send(target, header, payload);
-    return;
-  }
+  bool inbox = inbox_messages_ && link_.reaches(target);
   size_t offset = 0;
-  do {
-    size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
-    header.offset = offset;
-    endpoint_.send(target, header, payload.subspan(offset, chunk));
-    link_.ring(target);
-    offset += chunk;
-  } while (offset < payload.size());
+  try {
+    do {
+      size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
+      header.offset = offset;
+      if (inbox) {
+        link_.push(target, header, payload.subspan(offset, chunk), offset == 0);
+      } else {
+        endpoint_.send(target, header, payload.subspan(offset, chunk), offset == 0);
+      }
+      link_.ring(target);  // its progress engine may sleep, and some providers need the target's progress
+      offset += chunk;
+    } while (offset < payload.size());
+  } catch (const std::exception& error) {
+    // Nothing of it left (offset 0): it took no sequence number and the route is intact. Else
+    // the target holds the start of a message that nothing will complete.
+    if (offset > 0) router_.break_route(target, error.what());
+    throw;
+  }
 }
 
 bool FabricTransport::progress() {
@@ -150,6 +149,27 @@ bool FabricTransport::progress() {
 }
 
 }  // namespace
+
+std::vector<std::byte> FabricAddress::encode() const {
+  if (endpoint.empty()) throw UsageError("rma: an endpoint without a name cannot be reached");
+  if (inbox.size() > 255) throw UsageError("rma: the inbox name " + inbox + " is longer than 255 bytes");
+  std::vector<std::byte> address = endpoint;
+  for (char c : inbox) address.push_back(static_cast<std::byte>(c));
+  address.push_back(static_cast<std::byte>(inbox.size()));
+  return address;
+}
+
+FabricAddress FabricAddress::decode(std::span<const std::byte> address, int rank) {
+  size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
+  // At least one byte of endpoint name, the inbox name, and its length.
+  if (address.size() < inbox_length + 2) {
+    throw UsageError("rma: connect: rank " + std::to_string(rank) + "'s address is malformed (" +
+                     std::to_string(address.size()) + " bytes)");
+  }
+  size_t name_length = address.size() - inbox_length - 1;
+  return FabricAddress{{address.begin(), address.begin() + static_cast<std::ptrdiff_t>(name_length)},
+                       std::string(reinterpret_cast<const char*>(address.data()) + name_length, inbox_length)};
+}
 
 std::unique_ptr<Transport> open_fabric_transport(const FabricOptions& options) {
   return std::make_unique<FabricTransport>(options);

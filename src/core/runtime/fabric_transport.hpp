@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/transport.hpp"
 
@@ -18,6 +20,23 @@ struct FabricOptions {
   // Active messages to the ranks of this host through their shared-memory inboxes (false:
   // through the fabric too, as to other hosts; RMA_TRANSPORT=libfabric).
   bool inbox_messages = true;
+};
+
+// A rank's address as this transport publishes it (Transport::address) and reads it
+// (Transport::connect): the endpoint's name, then the inbox's name, then one byte holding the
+// inbox name's length. Endpoint names are the provider's business, and their length differs
+// between ranks (shm's embed the process id, or the node bound to; tcp's are IPv4 or IPv6
+// socket addresses): an address is read from its end, and each name goes into the address
+// vector on its own (fabric::AddressVector::insert).
+struct FabricAddress {
+  std::vector<std::byte> endpoint;
+  std::string inbox;
+
+  // Throws UsageError for an empty endpoint name or an inbox name longer than 255 bytes.
+  std::vector<std::byte> encode() const;
+  // Throws UsageError naming `rank` when `address` is malformed: shorter than the inbox name
+  // it states, or without an endpoint name.
+  static FabricAddress decode(std::span<const std::byte> address, int rank);
 };
 
 // Opens this rank's endpoint and inbox; connect() makes the job reachable. Throws FabricError

@@ -1,6 +1,5 @@
 #include "runtime/inbox_link.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "errors.hpp"
@@ -9,8 +8,9 @@ namespace rma {
 
 static_assert(kFragmentBytes <= ShmInbox::kSlotBytes, "an inbox slot holds a whole fragment");
 
-InboxLink::InboxLink(Transport& owner, double timeout_seconds)
+InboxLink::InboxLink(Transport& owner, MessageRouter& router, double timeout_seconds)
     : owner_(owner),
+      router_(router),
       timeout_seconds_(timeout_seconds),
       inbox_(ShmInbox::create(owner.size())),
       peers_(owner.size()),
@@ -32,23 +32,13 @@ void InboxLink::connect(const std::vector<std::string>& names, const Topology& t
   }
 }
 
-void InboxLink::send(int target, FragmentHeader header, std::span<const std::byte> payload) {
-  size_t offset = 0;
-  do {
-    size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
-    header.offset = offset;
-    push(target, header, payload.subspan(offset, chunk));
-    offset += chunk;
-  } while (offset < payload.size());
-  ring(target);
-}
-
-void InboxLink::push(int target, const FragmentHeader& header, std::span<const std::byte> payload) {
+void InboxLink::push(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
   ShmInbox& inbox = *peers_[target];
   auto bytes = std::as_bytes(std::span(&header, 1));
   auto attempt = [&] {
     std::lock_guard lock(push_mutexes_[target]);
-    return inbox.try_push(owner_.rank(), bytes, payload);
+    auto commit = [&] { return inbox.try_push(owner_.rank(), bytes, payload); };
+    return first ? router_.commit_first(target, header, commit) : commit();
   };
   if (attempt()) return;
   // Full: the target is behind. Wake it, take in our own messages meanwhile (it may be

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/message_assembler.hpp"
+#include "runtime/message_router.hpp"
 #include "runtime/shm_inbox.hpp"
 #include "runtime/topology.hpp"
 #include "runtime/transport.hpp"
@@ -19,9 +20,9 @@ namespace rma {
 class InboxLink {
  public:
   // Creates this rank's inbox. `owner` is the transport it serves: its progress drives a
-  // send that waits for room, for at most timeout_seconds. Throws RmaError when the shared
-  // memory cannot be made.
-  InboxLink(Transport& owner, double timeout_seconds);
+  // send that waits for room, for at most timeout_seconds; `router` numbers the messages.
+  // Throws RmaError when the shared memory cannot be made.
+  InboxLink(Transport& owner, MessageRouter& router, double timeout_seconds);
 
   // What the ranks of this host open to reach this rank's inbox.
   const std::string& name() const { return inbox_->name(); }
@@ -36,11 +37,14 @@ class InboxLink {
   // Whether every other rank reaches this one, so rings its bell after anything it posts here.
   bool reached_by_everyone() const noexcept { return reached_by_everyone_; }
 
-  // Copies a message (header.offset 0, then the next fragments) into target's inbox, which
-  // must be reached, and rings its bell. While target's ring is full it waits with the owner's
-  // progress (Transport::wait_until, uninterruptible): PeerError if target dies,
-  // TimeoutError at the deadline.
-  void send(int target, FragmentHeader header, std::span<const std::byte> payload);
+  // Copies one fragment (header, then payload of at most kFragmentPayload bytes) into
+  // target's inbox, which must be reached. The first fragment of a message (`first`) takes its
+  // sequence number from the router when it is written (MessageRouter::commit_first), into
+  // header.sequence. While
+  // target's ring is full it waits with the owner's progress (Transport::wait_until,
+  // uninterruptible): PeerError if target dies, TimeoutError at the deadline. The caller
+  // rings target's bell.
+  void push(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first);
   // Wakes target if it sleeps on its bell; nothing for a rank not reached.
   void ring(int target) noexcept {
     if (reaches(target)) peers_[target]->bell().ring();
@@ -51,10 +55,8 @@ class InboxLink {
   Bell& bell() { return inbox_->bell(); }
 
  private:
-  // One fragment into target's ring, waiting while the ring is full.
-  void push(int target, const FragmentHeader& header, std::span<const std::byte> payload);
-
   Transport& owner_;
+  MessageRouter& router_;
   double timeout_seconds_;
   std::shared_ptr<ShmInbox> inbox_;               // this rank's (and its bell)
   std::vector<std::shared_ptr<ShmInbox>> peers_;  // by rank; null: not reached

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "errors.hpp"
+
 namespace rma {
 
 namespace {
@@ -10,7 +12,7 @@ namespace {
 thread_local bool t_delivering = false;
 }  // namespace
 
-MessageRouter::MessageRouter(int rank, int size) : rank_(rank), next_sequence_(size), assembler_(size) {}
+MessageRouter::MessageRouter(int rank, int size) : rank_(rank), routes_(new Route[size]), assembler_(size) {}
 
 void MessageRouter::set_handler(uint16_t id, ActiveMessageHandler handler) {
   std::lock_guard lock(delivery_mutex_);
@@ -18,13 +20,29 @@ void MessageRouter::set_handler(uint16_t id, ActiveMessageHandler handler) {
   handlers_[id] = std::move(handler);
 }
 
-FragmentHeader MessageRouter::begin_message(int target, uint16_t handler, size_t length) {
-  uint64_t sequence;
-  {
-    std::lock_guard lock(sequence_mutex_);
-    sequence = next_sequence_[target]++;
+FragmentHeader MessageRouter::header(uint16_t handler, size_t length) const {
+  return FragmentHeader{static_cast<uint32_t>(rank_), handler, 0, 0, 0, length};
+}
+
+bool MessageRouter::commit_first(int target, FragmentHeader& header, const std::function<bool()>& commit) {
+  Route& route = routes_[target];
+  std::lock_guard lock(route.mutex);
+  if (!route.broken.empty()) {
+    throw PeerError("rma: rank " + std::to_string(rank_) + " can no longer send messages to rank " +
+                    std::to_string(target) + ": an earlier message to it failed after part of it had left (" +
+                    route.broken + "), and rank " + std::to_string(target) +
+                    " takes messages only in the order they were sent");
   }
-  return FragmentHeader{static_cast<uint32_t>(rank_), handler, 0, sequence, 0, length};
+  header.sequence = route.next_sequence;
+  if (!commit()) return false;
+  ++route.next_sequence;
+  return true;
+}
+
+void MessageRouter::break_route(int target, const std::string& why) {
+  Route& route = routes_[target];
+  std::lock_guard lock(route.mutex);
+  if (route.broken.empty()) route.broken = why.empty() ? std::string("no reason given") : why;
 }
 
 void MessageRouter::deliver(Fragments&& fragments) {

@@ -7,10 +7,22 @@
 // holds the dispatch lock empties, so handlers see messages in order and never re-entrantly
 // (a handler that sends, and so makes progress, leaves what arrives meanwhile to the dispatch
 // loop below it).
+//
+// Numbering: the receiver hands a source's messages on strictly in sequence, so a number that
+// is taken and never arrives stalls every later message from that sender, silently. A message
+// therefore takes its number only at the moment its first fragment is committed (taken by the
+// provider, written into the target's inbox): a send that fails before that (no room until
+// the deadline, a dead peer, a provider error) takes none and leaves no gap. A send that fails
+// after (a later fragment, or a fragment whose completion reports an error) leaves a message
+// the receiver can never complete; the route is then broken, and every later send to that
+// rank throws PeerError saying why, instead of queueing behind it.
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/message_assembler.hpp"
@@ -24,9 +36,18 @@ class MessageRouter {
 
   // Installs (or replaces) the handler of `id`.
   void set_handler(uint16_t id, ActiveMessageHandler handler);
-  // The header of a new message of `length` bytes to target, with the next sequence number
-  // to target; its offset is 0 (the first fragment's).
-  FragmentHeader begin_message(int target, uint16_t handler, size_t length);
+  // The header of a message of `length` bytes from this rank to handler; its sequence number
+  // is set by commit_first.
+  FragmentHeader header(uint16_t handler, size_t length) const;
+  // Sets header.sequence to target's next number and calls commit(), which tries to hand the
+  // message's first fragment on and says whether it was taken; the number is used up only if
+  // so. Holds target's numbering lock meanwhile (commit takes no lock but those its caller
+  // holds around this call). Returns what commit returned. Throws PeerError if the route to
+  // target is broken, and what commit throws.
+  bool commit_first(int target, FragmentHeader& header, const std::function<bool()>& commit);
+  // A message to target failed after some of it was committed: breaks the route (see above).
+  // `why` says what failed; the first reason stays.
+  void break_route(int target, const std::string& why);
   // Queues arrived fragments, then dispatches every message they complete unless another
   // thread does (or a handler of this thread's is running: the dispatch loop under it will).
   // A malformed fragment, a message without handler and a failing handler are reported on
@@ -36,10 +57,14 @@ class MessageRouter {
   bool has_pending() const noexcept { return has_pending_.load(std::memory_order_acquire); }
 
  private:
+  struct Route {  // to one destination
+    std::mutex mutex;
+    uint64_t next_sequence = 0;
+    std::string broken;  // why messages to it can no longer be delivered; empty while they can
+  };
   void dispatch(Fragments& batch);
   int rank_;
-  std::mutex sequence_mutex_;
-  std::vector<uint64_t> next_sequence_;  // per destination
+  std::unique_ptr<Route[]> routes_;
   std::mutex pending_mutex_;
   Fragments pending_;
   std::atomic<bool> has_pending_{false};

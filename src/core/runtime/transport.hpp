@@ -78,7 +78,11 @@ class Transport {
   // source, by whichever thread makes progress there. Handlers must not block. A send
   // returns once the message is on its way; while the way is full (the provider's queues,
   // the target's inbox) it makes progress and waits as wait_until does, so it throws
-  // PeerError when the target dies and TimeoutError at the transport's deadline.
+  // PeerError when the target dies and TimeoutError at the transport's deadline. A send that
+  // throws before any of its message left leaves no trace (later messages to target arrive);
+  // one that fails after part of it left, or whose fragment the provider reports lost, leaves
+  // the target a message it cannot complete, and every later send to target throws PeerError
+  // (message_router.hpp says why).
   // Handler ids: see ActiveMessageId in runtime.hpp for who owns which.
   virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
   virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
