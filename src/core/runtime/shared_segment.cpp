@@ -29,6 +29,12 @@ std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes, const std::st
   std::string pid = std::to_string(getpid()), n = std::to_string(counter++);
   std::string name = purpose.empty() ? "/rma-" + pid + "-" + n : "/" + pid + "-rma-" + purpose + "-" + n;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // The name carries our process id, so no live process made it: a killed one with the same
+    // id left it (a rank killed while creating a window keeps its names). Take it over.
+    shm_unlink(name.c_str());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
   if (fd < 0) {
     throw RmaError("rma: cannot create shared memory " + name + ": " + std::strerror(errno));
   }

@@ -125,9 +125,20 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.
-  own->barrier();
-  if (segment) segment->unlink();
-  if (control_block) control_block->unlink();
+  auto unlink_names = [&] {
+    if (segment) segment->unlink();
+    if (control_block) control_block->unlink();
+  };
+  try {
+    own->barrier();
+  } catch (...) {
+    // A rank died meanwhile (PeerError): the window stays registered, so its segments live
+    // on, but their names must not outlive the call, or they stay in /dev/shm after this
+    // process.
+    unlink_names();
+    throw;
+  }
+  unlink_names();
   return window;
 }
 
