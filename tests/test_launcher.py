@@ -387,14 +387,36 @@ def test_shm_leftovers_of_ranks_are_removed():
 
 def test_cleanup_shm_files_matches_only_the_given_pids(tmp_path):
     names = ["1234:0:0", "1234_x", "12345:0", "1234", "123:0", "fi_1234", "999:1"]
+    names += ["rma-1234-0", "rma-12345-1", "rma-1234", "rma-x-1234-0", "rma-999-12"]
     for name in names:
         (tmp_path / name).write_text("")
     removed = cleanup_shm_files([1234, 999], shm_dir=str(tmp_path))
-    assert sorted(removed) == ["1234:0:0", "1234_x", "999:1"]
-    assert sorted(os.listdir(tmp_path)) == sorted(["1234", "123:0", "12345:0", "fi_1234"])
+    assert sorted(removed) == sorted(["1234:0:0", "1234_x", "999:1", "rma-1234-0", "rma-999-12"])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["1234", "123:0", "12345:0", "fi_1234", "rma-12345-1", "rma-1234", "rma-x-1234-0"]
+    )
     # It never raises, whatever it is given.
     assert cleanup_shm_files([1], shm_dir=str(tmp_path / "nonexistent")) == []
     assert cleanup_shm_files([]) == []
+
+
+def test_a_new_rank_removes_segment_names_left_by_a_killed_one(tmp_path):
+    # A rank killed between a shared window's creation and its barrier leaves "rma-<pid>-<n>".
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = f"/dev/shm/rma-{int(dead.stdout)}-3"
+    mine = f"/dev/shm/rma-{os.getpid()}-900"  # alive: kept
+    for path in (left, mine):
+        with open(path, "w"):
+            pass
+    try:
+        code = "import rma; rma.init(); rma.finalize()"
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert not os.path.exists(left) and os.path.exists(mine)
+    finally:
+        for path in (left, mine):
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 # --------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Files that libfabric's shm provider and rma's bells leave in /dev/shm.
+"""Files that libfabric's shm provider and rma's bells and segments leave in /dev/shm.
 
 The provider names each endpoint's 16 MiB region after its process id ("1234:0:0") and
 unlinks it at a clean exit only. A killed process leaves its file behind; worse, a new process
 that inherits the recycled pid cannot open its endpoint (fi_enable: Device or resource busy).
 rma names each rank's bell the same way ("1234-rma-bell-0"), so the same cleanup finds it.
+A shared window's segment is named "rma-1234-7" only between its creation and the barrier that
+ends it; a rank killed in between leaves that name behind.
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ __all__ = ["cleanup_shm_files", "remove_stale_shm_files"]
 SHM_DIR = "/dev/shm"
 
 
+SEGMENT_PREFIX = "rma-"
+
+
 def _leading_pid(name: str) -> int | None:
-    """Return the pid a region file is named after ("1234:0:0" -> 1234), or None."""
+    """Return the pid a region file is named after ("1234:0:0", "rma-1234-7" -> 1234), or None."""
+    if name.startswith(SEGMENT_PREFIX):
+        name = name[len(SEGMENT_PREFIX) :]
+        if "-" not in name:
+            return None
     digits = len(name) - len(name.lstrip("0123456789"))
     # The pid must be the whole leading run of digits, followed by something else.
     if digits == 0 or digits == len(name):
