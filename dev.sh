@@ -97,7 +97,8 @@ asan_suite() {
   local preload
   preload="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
   echo "dev.sh: the Python suite against the sanitized extension"
-  LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  # (The peer-death matrix runs one cell in three here: its cells test deaths, not memory.)
+  RMA_DEATH_SAMPLE=3 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
     --deselect tests/test_stubs.py --deselect tests/test_typing.py tests/
 }
@@ -135,7 +136,7 @@ case "${1:-}" in
       RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
-        tests/test_dead_peers.py tests/test_interrupts.py tests/test_failed_sends.py \
+        tests/test_dead_peers.py tests/test_death_matrix.py tests/test_interrupts.py tests/test_failed_sends.py \
         tests/test_comm.py
       asan_suite
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.

@@ -61,7 +61,11 @@ class Comm:
 
     def allgather(self, obj: Any) -> list[Any]:
         """Return every rank's `obj`, in rank order, on every rank."""
-        return [pickle.loads(item) for item in self._core.allgather(pickle.dumps(obj, _PICKLE_PROTOCOL))]
+        return self._allgather(obj, "comm.allgather")
+
+    def _allgather(self, obj: Any, call: str) -> list[Any]:
+        """allgather for the library's own calls: its errors name `call` ("Window.allocate")."""
+        return [pickle.loads(item) for item in self._core.allgather(pickle.dumps(obj, _PICKLE_PROTOCOL), call)]
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send `obj` to rank `dest`; return without waiting for the matching recv."""

@@ -28,6 +28,13 @@ __all__ = ["Window", "Request"]
 Request = _core.Request
 
 _KNOWN_HINTS = {"no_locks": False}
+# The call that makes a window of each flavor, named in its errors.
+_CREATION_CALLS = {
+    "allocate": "Window.allocate",
+    "shared": "Window.allocate_shared",
+    "create": "Window.create",
+    "dynamic": "Window.create_dynamic",
+}
 
 # Which kinds of Python numbers an origin list may hold, by the kind of the window's dtype
 # (NumPy's dtype.kind): the same rules as for single numbers (src/bindings/arguments.cpp).
@@ -135,19 +142,20 @@ class Window(_core.Window):
 
     @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, same_host=False) -> Window:
+        call = _CREATION_CALLS[flavor]
         if not isinstance(comm, Comm):
-            raise TypeError(f"rma: Window.{flavor}: comm must be an rma.Comm, not {type(comm).__name__}")
+            raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
         # Every rank learns every rank's shape, dtype and displacement unit.
-        layout = comm.allgather((local.shape, local.dtype, unit))
+        layout = comm._allgather((local.shape, local.dtype, unit), call)
         label = f"{flavor}, {local.dtype}, shape {local.shape}"
         if flavor == "dynamic":
-            core = _core.WindowCore.create_dynamic(comm._core, "dynamic")
+            core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call)
         elif shared:
-            core = _core.WindowCore.create_shared(comm._core, owner, f"{label}, shared memory")
+            core = _core.WindowCore.create_shared(comm._core, owner, f"{label}, shared memory", call)
         else:
-            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, same_host)
+            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, same_host, call)
         layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in layout]
         # What the compiled calls need of each target: its dtype, displacement unit, and whether
         # it is raw bytes (a uint8 window takes any plain dtype by displacement).

@@ -48,7 +48,8 @@ void register_communicator(py::module_& m) {
              }
              return to_python(data);
            })
-      .def("barrier", &Communicator::barrier, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "barrier", [](Communicator& comm) { comm.barrier(); }, py::call_guard<py::gil_scoped_release>())
       .def("bcast",
            [](Communicator& comm, const py::bytes& data, int root) {
              auto bytes = view(data);
@@ -69,15 +70,20 @@ void register_communicator(py::module_& m) {
              }
              return to_python(items);
            })
-      .def("allgather",
-           [](Communicator& comm, const py::bytes& data) {
-             auto bytes = view(data);
-             std::vector<rma::Bytes> items;
-             {
-               py::gil_scoped_release release;
-               items = comm.allgather(bytes);
-             }
-             return to_python(items);
-           })
-      .def("split", &Communicator::split, py::arg("color"), py::arg("key"), py::call_guard<py::gil_scoped_release>());
+      .def(
+          "allgather",
+          [](Communicator& comm, const py::bytes& data, const std::string& call) {
+            auto bytes = view(data);
+            std::vector<rma::Bytes> items;
+            {
+              py::gil_scoped_release release;
+              items = comm.allgather(bytes, [&call] { return call; });
+            }
+            return to_python(items);
+          },
+          py::arg("data"), py::arg("call") = "comm.allgather",
+          "call: the user's call it serves, named in its errors (\"Window.allocate\").")
+      .def(
+          "split", [](Communicator& comm, int color, int key) { return comm.split(color, key); }, py::arg("color"),
+          py::arg("key"), py::call_guard<py::gil_scoped_release>());
 }

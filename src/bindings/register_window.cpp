@@ -72,21 +72,23 @@ void register_window(py::module_& m) {
   py::class_<Window, std::shared_ptr<Window>>(m, "WindowCore")
       .def_static(
           "create",
-          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool same_host) {
-            return Window::create(comm, pointer(base), bytes, label, same_host);
-          },
+          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool same_host,
+             const std::string& call) { return Window::create(comm, pointer(base), bytes, label, same_host, call); },
           py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("same_host") = false,
-          py::call_guard<py::gil_scoped_release>())
+          py::arg("call") = "Window.create", py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_dynamic",
-          [](const rma::Communicator& comm, const std::string& label) { return Window::create_dynamic(comm, label); },
-          py::arg("comm"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
+          [](const rma::Communicator& comm, const std::string& label, const std::string& call) {
+            return Window::create_dynamic(comm, label, call);
+          },
+          py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic",
+          py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_shared",
-          [](const rma::Communicator& comm, std::shared_ptr<rma::SharedSegment> segment, const std::string& label) {
-            return Window::create_shared(comm, std::move(segment), label);
-          },
-          py::arg("comm"), py::arg("segment"), py::arg("label"), py::call_guard<py::gil_scoped_release>())
+          [](const rma::Communicator& comm, std::shared_ptr<rma::SharedSegment> segment, const std::string& label,
+             const std::string& call) { return Window::create_shared(comm, std::move(segment), label, call); },
+          py::arg("comm"), py::arg("segment"), py::arg("label"), py::arg("call") = "Window.allocate_shared",
+          py::call_guard<py::gil_scoped_release>())
       .def("segment", &Window::segment)
       .def_property_readonly("id", &Window::id)
       .def_property_readonly("label", &Window::label)

@@ -235,14 +235,14 @@ PyObject* flush_rank(WindowObject* self, PyObject* value, const char* call) {
   int rank = rank_of(self, value, call, "rank", true);
   rma::Window& core = core_of(self);
   if (rank != rma::kProcNull && !state_of(self).held.any(rank) && core.flush_direct(rank)) return none();
-  return synchronize(self, call, rank, [&] { core.flush(rank); }) ? none() : nullptr;
+  return synchronize(self, call, rank, [&] { core.flush(rank, call); }) ? none() : nullptr;
 }
 
 PyObject* flush(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush"); }
 PyObject* flush_local(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush_local"); }
 
 PyObject* flush_every(WindowObject* self, const char* call) {
-  return synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(); }) ? none() : nullptr;
+  return synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(call); }) ? none() : nullptr;
 }
 
 PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all"); }
@@ -528,7 +528,7 @@ bool unlock_all(WindowObject* self) {
 bool request_test(WindowObject* self, int rank, bool& done) {
   return guarded([&]() -> PyObject* {
            bool idle = false;
-           released([&] { idle = core_of(self).target_idle(rank); });
+           released([&] { idle = core_of(self).target_idle(rank, "Request.test"); });
            if (idle) state_of(self).held.finish(rank);
            done = idle;
            return Py_None;
@@ -539,7 +539,8 @@ bool request_wait(WindowObject* self, int rank) {
   return guarded([&]() -> PyObject* {
            rma::Window& core = core_of(self);
            released([&] {
-             if (!core.target_idle(rank) && core.in_passive_epoch(rank)) core.flush(rank);
+             if (!core.target_idle(rank, "Request.wait") && core.in_passive_epoch(rank))
+               core.flush(rank, "Request.wait");
            });
            state_of(self).held.finish(rank);
            return Py_None;

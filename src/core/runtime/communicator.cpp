@@ -78,7 +78,7 @@ void Communicator::post(int dest, int32_t tag, std::span<const std::byte> data) 
   runtime_->transport().send(members_[dest], kCommunicatorMessage, message);
 }
 
-Bytes Communicator::wait_for(int source, int32_t tag, const char* call) {
+Bytes Communicator::wait_for(int source, int32_t tag, const char* own, const CallName& call) {
   std::optional<Bytes> message;
   int world_source = members_[source];
   MessageMatcher& matcher = runtime_->matcher();
@@ -87,7 +87,7 @@ Bytes Communicator::wait_for(int source, int32_t tag, const char* call) {
   runtime_->transport().wait_until(
       [&] { return (message = matcher.take(context_, world_source, tag)).has_value(); }, runtime_->deadline(), watch,
       [&] {
-        return std::string("comm.") + call + " (waiting for rank " + std::to_string(source) +
+        return (call ? call() : std::string("comm.") + own) + " (waiting for rank " + std::to_string(source) +
                (tag >= 0 ? ", tag " + std::to_string(tag) : std::string()) + ")";
       });
   return std::move(*message);
@@ -99,6 +99,10 @@ void Communicator::send(std::span<const std::byte> data, int dest, int tag) {
   if (tag < 0 || tag > kMaxTag) {
     throw UsageError("rma: comm.send: tag " + std::to_string(tag) + " is outside [0, " + std::to_string(kMaxTag) + "]");
   }
+  // Sent to a rank known dead, the message would be lost without a word (a shared-memory inbox
+  // or the provider's queue still takes it).
+  PeerStatus& peers = runtime_->transport().peers();
+  if (peers.any_dead()) peers.check(members_[dest], runtime_->rank(), "comm.send to rank " + std::to_string(dest));
   post(dest, tag, data);
 }
 
@@ -111,18 +115,18 @@ Bytes Communicator::recv(int source, int tag) {
   return wait_for(source, tag, "recv");
 }
 
-void Communicator::barrier() {
+void Communicator::barrier(const CallName& call) {
   runtime_->require_active("comm.barrier");
   // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k.
   int p = size();
   int32_t round = 0;
   for (int distance = 1; distance < p; distance *= 2, ++round) {
     post((rank_ + distance) % p, kBarrierTag - round, {});
-    wait_for((rank_ - distance + p) % p, kBarrierTag - round, "barrier");
+    wait_for((rank_ - distance + p) % p, kBarrierTag - round, "barrier", call);
   }
 }
 
-Bytes Communicator::bcast(Bytes data, int root) {
+Bytes Communicator::bcast(Bytes data, int root, const CallName& call) {
   runtime_->require_active("comm.bcast");
   check_rank(root, "bcast", "root");
   // Binomial tree rooted at root, in ranks relative to it.
@@ -131,7 +135,7 @@ Bytes Communicator::bcast(Bytes data, int root) {
   int mask = 1;
   while (mask < p) {
     if (relative & mask) {
-      data = wait_for((relative - mask + root) % p, kBcastTag, "bcast");
+      data = wait_for((relative - mask + root) % p, kBcastTag, "bcast", call);
       break;
     }
     mask <<= 1;
@@ -142,7 +146,7 @@ Bytes Communicator::bcast(Bytes data, int root) {
   return data;
 }
 
-std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int root) {
+std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int root, const CallName& call) {
   runtime_->require_active("comm.gather");
   check_rank(root, "gather", "root");
   std::vector<Bytes> items;
@@ -155,27 +159,30 @@ std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int roo
     if (source == rank_) {
       items[source].assign(data.begin(), data.end());
     } else {
-      items[source] = wait_for(source, kGatherTag, "gather");
+      items[source] = wait_for(source, kGatherTag, "gather", call);
     }
   }
   return items;
 }
 
-std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data) {
+std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data, const CallName& call) {
   runtime_->require_active("comm.allgather");
-  std::vector<Bytes> items = gather(data, 0);
+  CallName named = call ? call : [] { return std::string("comm.allgather"); };
+  std::vector<Bytes> items = gather(data, 0, named);
   Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
-  return unpack_list(bcast(std::move(packed), 0));
+  return unpack_list(bcast(std::move(packed), 0, named));
 }
 
-std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {
   runtime_->require_active("comm.split");
   struct Entry {
     int32_t color, key;
     uint32_t next_context;
   };
   Entry mine{color, key, runtime_->next_context()};
-  std::vector<Bytes> all = allgather(std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine));
+  std::vector<Bytes> all = allgather(
+      std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+      call ? call : [] { return std::string("comm.split"); });
   // Every member of this communicator agrees on one fresh context: larger than any that one of
   // them has used. Disjoint colors share it safely, as they never exchange messages in it.
   uint32_t context = 0;

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rma {
@@ -14,6 +16,9 @@ namespace rma {
 class Runtime;
 
 using Bytes = std::vector<std::byte>;
+// The user's call a collective serves ("Window.allocate", "win.fence on rank 0 of window 3"),
+// for its errors; built only when one is raised. Empty: the collective's own name ("comm.gather").
+using CallName = std::function<std::string()>;
 
 class Communicator {
  public:
@@ -41,19 +46,21 @@ class Communicator {
   // The oldest message from source with tag, waiting for it if needed.
   Bytes recv(int source, int tag);
 
-  void barrier();
-  Bytes bcast(Bytes data, int root);
+  // The collectives; `call` names the call they serve in their errors.
+  void barrier(const CallName& call = {});
+  Bytes bcast(Bytes data, int root, const CallName& call = {});
   // Root receives everyone's data in rank order; the others get an empty vector.
-  std::vector<Bytes> gather(std::span<const std::byte> data, int root);
-  std::vector<Bytes> allgather(std::span<const std::byte> data);
+  std::vector<Bytes> gather(std::span<const std::byte> data, int root, const CallName& call = {});
+  std::vector<Bytes> allgather(std::span<const std::byte> data, const CallName& call = {});
   // Members with the same color form a new communicator, ordered by (key, rank); a negative
   // color takes part but gets no communicator (nullptr). Collective.
-  std::shared_ptr<Communicator> split(int color, int key);
+  std::shared_ptr<Communicator> split(int color, int key, const CallName& call = {});
 
  private:
   void check_rank(int rank, const char* call, const char* role) const;
   void post(int dest, int32_t tag, std::span<const std::byte> data);
-  Bytes wait_for(int source, int32_t tag, const char* call);
+  // own: the communicator call waiting ("recv"), named in errors unless `call` names another.
+  Bytes wait_for(int source, int32_t tag, const char* own, const CallName& call = {});
   std::vector<int> watched() const { return members_; }
 
   std::shared_ptr<Runtime> runtime_;

@@ -246,20 +246,20 @@ void Epochs::unlocked_all() {
   calls_ = 0;
 }
 
-bool Epochs::before_flush(int target) const {
-  check_open("flush");
+bool Epochs::before_flush(int target, const char* call) const {
+  check_open(call);
   if (target == kProcNull) return false;
   if (target < 0 || target >= size_ || !passive_access(target)) {
-    throw EpochError("rma: " + where("flush", target) + ": flush needs a passive-target epoch " + "(win.lock(" +
+    throw EpochError("rma: " + where(call, target) + ": flush needs a passive-target epoch " + "(win.lock(" +
                      std::to_string(target) + ") or win.lock_all())");
   }
   return true;
 }
 
-void Epochs::before_flush_all() const {
-  check_open("flush_all");
+void Epochs::before_flush_all(const char* call) const {
+  check_open(call);
   if (!in_passive_epoch(kProcNull)) {
-    throw EpochError("rma: " + where("flush_all", -1) + ": flush needs a passive-target epoch");
+    throw EpochError("rma: " + where(call, -1) + ": flush needs a passive-target epoch");
   }
 }
 

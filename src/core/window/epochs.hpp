@@ -108,9 +108,9 @@ class Epochs {
   void unlocked_all();
   // Before flush(target): RmaError if freed; EpochError without a passive epoch to target.
   // False for kProcNull (nothing to flush).
-  bool before_flush(int target) const;
+  bool before_flush(int target, const char* call = "flush") const;
   // Before flush_all: RmaError if freed; EpochError without any passive epoch.
-  void before_flush_all() const;
+  void before_flush_all(const char* call = "flush_all") const;
   // Whether a passive epoch permits calls to target (kProcNull: whether one is open at all).
   bool in_passive_epoch(int target) const;
   bool passive_access(int target) const { return lock_all_ || held_[target] != 0; }

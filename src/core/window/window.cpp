@@ -32,17 +32,18 @@ struct Published {
 // ---- creation and teardown ----
 
 std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                       bool same_host) {
-  return establish(comm, base, bytes, label, false, nullptr, same_host);
+                                       bool same_host, const std::string& call) {
+  return establish(comm, base, bytes, label, call, false, nullptr, same_host);
 }
 
-std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label) {
-  return establish(comm, nullptr, 0, label, true);
+std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label,
+                                               const std::string& call) {
+  return establish(comm, nullptr, 0, label, call, true);
 }
 
 std::shared_ptr<Window> Window::create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
-                                              const std::string& label) {
-  return establish(comm, local->data(), local->bytes(), label, false, local);
+                                              const std::string& label, const std::string& call) {
+  return establish(comm, local->data(), local->bytes(), label, call, false, local);
 }
 
 std::shared_ptr<SharedSegment> Window::segment(int rank) const {
@@ -50,12 +51,13 @@ std::shared_ptr<SharedSegment> Window::segment(int rank) const {
 }
 
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
-                                          const std::string& label, bool dynamic,
+                                          const std::string& label, const std::string& call, bool dynamic,
                                           std::shared_ptr<SharedSegment> segment, bool same_host) {
   Runtime& runtime = comm.runtime();
-  runtime.require_active("Window creation");
+  runtime.require_active(call.c_str());
+  CallName named = [&call] { return call; };  // (the collectives below run inside this call)
   // A communicator of its own, so the window's fences never meet the user's messages.
-  std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank());
+  std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank(), named);
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
   Published mine{service.next_id(), {}, {}, {}, static_cast<int32_t>(getpid()), reinterpret_cast<uint64_t>(base)};
@@ -70,7 +72,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     registration = runtime.transport().register_region(base, bytes);
     mine.region = registration->descriptor();
   }
-  auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)));
+  auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)), named);
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
   std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
@@ -130,7 +132,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     if (control_block) control_block->unlink();
   };
   try {
-    own->barrier();
+    own->barrier(named);
   } catch (...) {
     // A rank died meanwhile (PeerError): the window stays registered, so its segments live
     // on, but their names must not outlive the call, or they stay in /dev/shm after this
@@ -175,7 +177,8 @@ uint64_t Window::target_bytes(int rank) const {
 
 void Window::free() {
   epochs_.before_free();
-  comm_->barrier();  // nobody frees while a peer may still address this memory
+  // Nobody frees while a peer may still address this memory.
+  comm_->barrier([this] { return epochs_.where("free", -1); });
   service_.remove(id_);
   registration_.reset();
   epochs_.freed_now();

@@ -48,15 +48,17 @@ class Window : public std::enable_shared_from_this<Window> {
   // window in error messages, e.g. "window 3 (float64, shape (10,))". same_host: every rank
   // of comm runs on this host, so synchronization goes through shared memory and puts and
   // gets copy straight between the processes (process_vm_writev/readv).
+  // call: the user's call, which errors during creation name ("Window.allocate").
   static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                        bool same_host = false);
+                                        bool same_host = false, const std::string& call = "window creation");
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
-  static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label);
+  static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label,
+                                                const std::string& call = "window creation");
   // Collective, every rank of comm on one host: a window over shared segments that every rank
   // maps; calls to any rank then move data with memcpy and CPU atomics, without the fabric.
   static std::shared_ptr<Window> create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
-                                               const std::string& label);
+                                               const std::string& label, const std::string& call = "window creation");
   // A shared window's segment of `rank` (its memory as this process maps it); null otherwise.
   std::shared_ptr<SharedSegment> segment(int rank) const;
 
@@ -146,10 +148,13 @@ class Window : public std::enable_shared_from_this<Window> {
   void unlock(int target);  // completes this epoch's calls to target, then releases
   void lock_all(int mode);  // a shared lock on every rank
   void unlock_all();
-  void flush(int target);  // completes the calls to target, at origin and target
-  void flush_all();
+  // Complete the calls to target (to every target), at origin and target; errors name call
+  // (flush_local completes as much: its calls complete at both ends at once).
+  void flush(int target, const char* call = "flush");
+  void flush_all(const char* call = "flush_all");
   // Whether every call to target has completed (makes one pass of progress; never waits).
-  bool target_idle(int target);
+  // PeerError (naming call) if not, and target's rank died: they never will.
+  bool target_idle(int target, const char* call);
   // Whether a passive-target epoch permits calls to target (kProcNull: any passive epoch).
   bool in_passive_epoch(int target) const;
   // Waits until done() holds, for a condition on this rank's own memory that other ranks'
@@ -176,7 +181,7 @@ class Window : public std::enable_shared_from_this<Window> {
   Window(std::shared_ptr<Communicator> comm, WindowService& service, uint32_t id, void* base, uint64_t bytes,
          std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
-                                           const std::string& label, bool dynamic,
+                                           const std::string& label, const std::string& call, bool dynamic,
                                            std::shared_ptr<SharedSegment> segment = nullptr, bool same_host = false);
   Where namer() const;
 
@@ -212,7 +217,8 @@ class Window : public std::enable_shared_from_this<Window> {
   void complete_calls(const char* call, const std::vector<int>& targets);
   void complete_target(int target, const char* call);
   bool exposure_done() const;
-  void release(int target);  // completes target's calls, then gives its lock back
+  // Completes target's calls, then gives its lock back; errors name call (unlock, unlock_all).
+  void release(int target, const char* call);
 
   // ---- target side (service.cpp) ----
   // Whether [low, high) of this rank's memory is exposed to a peer's request (for a dynamic

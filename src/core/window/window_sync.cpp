@@ -108,8 +108,19 @@ void Window::wait() {
 
 bool Window::test() {
   epochs_.before_wait("test");
-  comm_->runtime().transport().progress();
-  if (!epochs_.exposure_nocheck() && !exposure_done()) return false;
+  Transport& transport = comm_->runtime().transport();
+  transport.progress();
+  if (!epochs_.exposure_nocheck() && !exposure_done()) {
+    // A test loop must end too when an origin it waits for died: its complete never comes.
+    if (transport.peers().any_dead()) {
+      std::vector<int> watch;
+      for (int origin : epochs_.exposure_group()) {
+        if (!sync_->complete_arrived(origin)) watch.push_back(comm_->members()[origin]);
+      }
+      transport.peers().check(watch, comm_->runtime().rank(), epochs_.where("test", -1));
+    }
+    return false;
+  }
   wait();
   return true;
 }
@@ -150,20 +161,28 @@ void Window::lock(int target, int type, int mode) {
 bool Window::try_lock(int target, int type) {
   epochs_.before_lock("lock", target, type);
   check_alive("lock", target);
-  if (!sync_->lock(target, type, true, "lock")) return false;
+  if (!sync_->lock(target, type, true, "lock")) {
+    // A holder that died keeps the lock forever: a loop of tries must end, as a lock() does
+    // (a death anywhere in the window ends it, Sync::lock).
+    Transport& transport = comm_->runtime().transport();
+    if (transport.peers().any_dead()) {
+      transport.peers().check(comm_->members(), comm_->runtime().rank(), epochs_.where("lock", target));
+    }
+    return false;
+  }
   epochs_.locked(target, type, false);
   return true;
 }
 
-void Window::release(int target) {
-  complete_target(target, "unlock");
+void Window::release(int target, const char* call) {
+  complete_target(target, call);
   if (!epochs_.held_nocheck(target)) sync_->unlock(target);
   epochs_.released(target);
 }
 
 void Window::unlock(int target) {
   epochs_.before_unlock(target);
-  release(target);
+  release(target, "unlock");
   epochs_.unlocked();
   fabric_->raise_refusal();
 }
@@ -193,31 +212,34 @@ void Window::lock_all(int mode) {
 void Window::unlock_all() {
   epochs_.before_unlock_all();
   for (int target = 0; target < size(); ++target) {
-    if (epochs_.held(target)) release(target);  // a retry after a failure skips what was released
+    if (epochs_.held(target)) release(target, "unlock_all");  // a retry after a failure skips what was released
   }
   epochs_.unlocked_all();
   fabric_->raise_refusal();
 }
 
-void Window::flush(int target) {
-  if (!epochs_.before_flush(target)) return;
-  complete_target(target, "flush");
+void Window::flush(int target, const char* call) {
+  if (!epochs_.before_flush(target, call)) return;
+  complete_target(target, call);
   fabric_->raise_refusal();
 }
 
-void Window::flush_all() {
-  epochs_.before_flush_all();
+void Window::flush_all(const char* call) {
+  epochs_.before_flush_all(call);
   for (int target = 0; target < size(); ++target) {
-    if (epochs_.passive_access(target)) complete_target(target, "flush_all");
+    if (epochs_.passive_access(target)) complete_target(target, call);
   }
   fabric_->raise_refusal();
 }
 
-bool Window::target_idle(int target) {
+bool Window::target_idle(int target, const char* call) {
   if (target == kProcNull) return true;
   Transport& transport = comm_->runtime().transport();
   transport.progress();
-  return fabric_->outstanding_to(target) == 0 && transport.idle(comm_->members()[target]);
+  if (fabric_->outstanding_to(target) == 0 && transport.idle(comm_->members()[target])) return true;
+  // A call to a rank that died never completes: a loop of tests must end as a wait does.
+  check_alive(call, target);
+  return false;
 }
 
 bool Window::in_passive_epoch(int target) const { return epochs_.in_passive_epoch(target); }
