@@ -168,6 +168,13 @@ def test_split_argv_gives_everything_after_the_program_to_it():
         "program",
     )
     assert split_argv(["--info"]) == (["--info"], None, None)
+    assert split_argv(["-np", "2", "x.py", "-np"]) == (["-np", "2"], ["x.py", "-np"], "program")
+
+
+def test_np_works_as_in_mpiexec():
+    result = rmarun("-np", "3", "-c", "import rma; comm = rma.init(); print(comm.size)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "3", "3"]
 
 
 def test_build_command(tmp_path):

@@ -19,7 +19,7 @@ __all__ = ["main", "build_parser", "split_argv", "build_command"]
 # Launcher options that take a value; everything else starting with "-" is a
 # flag.  The command-line splitter below needs to know which is which, to
 # find where the launcher's options end and the program's arguments begin.
-_VALUE_OPTIONS = {"-n", "--np", "--provider", "--timeout", "--store-host", "--store-port"}
+_VALUE_OPTIONS = {"-n", "-np", "--np", "--provider", "--timeout", "--store-host", "--store-port"}
 
 _USAGE = (
     "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]\n"
@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Everything after the script, program, -m module or -c code is passed to the ranks unchanged.",
         allow_abbrev=False,  # abbreviations would defeat the argument splitter
     )
-    parser.add_argument("-n", "--np", dest="n", type=int, metavar="N", help="number of ranks")
+    # -np as mpiexec and mpirun spell it, so that their command lines work unchanged.
+    parser.add_argument("-n", "-np", "--np", dest="n", type=int, metavar="N", help="number of ranks")
     parser.add_argument(
         "--provider", metavar="P", help='libfabric provider for the ranks (RMA_PROVIDER), e.g. "shm", "tcp"'
     )
