@@ -74,6 +74,7 @@ class Runtime:
         timeout: float = 300.0,
         progress_sleep_us: int = 1000,
         transport: str = "auto",
+        hang_report: float = 10.0,
     ) -> None: ...
     @property
     def rank(self) -> int: ...

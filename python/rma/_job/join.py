@@ -134,7 +134,8 @@ def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float
     """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
     provider's regions, rma's bells): a file named after our own pid would make ours fail."""
     remove_stale_shm_files()
-    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, transport)
+    hang_report = _float_setting("RMA_HANG_REPORT", 10.0)
+    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, transport, hang_report)
 
 
 def _join() -> _Job:

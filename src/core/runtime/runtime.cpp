@@ -37,6 +37,7 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.timeout_seconds = options.timeout_seconds;
   fabric.inbox_messages = options.transport != TransportSetting::Libfabric;
   transport_ = open_fabric_transport(fabric);
+  transport_->report_hangs_after(options.hang_report_seconds);
   // Communicator messages: [context u32][tag i32][data].
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
     if (payload.size() < 8) throw RmaError("rma: truncated communicator message");

@@ -40,6 +40,7 @@ struct RuntimeOptions {
   std::string node;              // bind address for network providers ("" = default)
   double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
   int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
+  double hang_report_seconds = 10;  // a blocked call says once on stderr that it still waits (RMA_HANG_REPORT)
   TransportSetting transport = TransportSetting::Auto;
 };
 

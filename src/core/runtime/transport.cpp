@@ -1,6 +1,8 @@
 #include "runtime/transport.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "errors.hpp"
 #include "runtime/interrupts.hpp"
@@ -14,6 +16,10 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   Backoff backoff;
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
+  // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is
+  // long (its backoff sleeps), it says once what it waits for.
+  std::optional<std::chrono::steady_clock::time_point> began;
+  bool reported = hang_report_seconds_ <= 0;
   while (!done()) {
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.
@@ -28,6 +34,16 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
       throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) + " did not finish within " + seconds +
                          " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
+    }
+    if (!reported && backoff.sleeping()) {
+      auto now = std::chrono::steady_clock::now();
+      if (!began) began = now;  // (the spinning before is well under a millisecond)
+      if (std::chrono::duration<double>(now - *began).count() >= hang_report_seconds_) {
+        std::fprintf(stderr, "rma: rank %d: still waiting in %s after %g s (RMA_HANG_REPORT; it goes on waiting)\n",
+                     rank_, what().c_str(), hang_report_seconds_);
+        std::fflush(stderr);
+        reported = true;
+      }
     }
     if (interruptible && !chained && backoff.sleeping()) {
       // A wait this long is one a user may Ctrl-C: make sure a signal.signal(SIGINT, ...)

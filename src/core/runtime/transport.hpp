@@ -105,14 +105,18 @@ class Transport {
   // (when whoever makes done() true rings it), a long wait sleeps on the bell instead of
   // polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
   // Every blocking loop of the transports is this one, posts that wait for room included
-  // (uninterruptible: a message must not stop between its fragments).
+  // (uninterruptible: a message must not stop between its fragments). A wait still going after
+  // the hang-report delay says so once on stderr, naming `what`, and goes on.
   void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                   const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true);
   static constexpr std::chrono::microseconds kBellCheck{100'000};
+  // RMA_HANG_REPORT: seconds after which a blocked wait says it still waits; <= 0: never.
+  void report_hangs_after(double seconds) noexcept { hang_report_seconds_ = seconds; }
 
  private:
   int rank_, size_;
   PeerStatus peers_;
+  double hang_report_seconds_ = 0;
 };
 
 }  // namespace rma

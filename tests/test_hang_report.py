@@ -1,0 +1,75 @@
+"""Issue 17: a blocked call that goes on waiting says so once on stderr after RMA_HANG_REPORT
+seconds, naming the call and whom it waits for, then goes on waiting (and succeeds when the
+late rank comes). Ranks are started by hand to read each one's stderr."""
+
+import pytest
+
+from handmade_ranks import finish, start_ranks
+from rma._job.store_server import StoreServer
+
+# Rank 1 comes 2.5 s late to each of: a barrier, a fence, a lock rank 0 waits for.
+LATE = """
+import time
+import numpy as np
+import rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1, np.int64)
+comm.barrier()
+if comm.rank == 1:
+    time.sleep(2.5)
+{call}
+comm.barrier()
+print("done", flush=True)
+"""
+
+CALLS = {
+    "comm.barrier": ("comm.barrier()", "comm.barrier (waiting for rank 1)"),
+    "win.fence": ("win.fence()", "win.fence on rank 0 of window"),
+    # Rank 1 takes rank 0's lock first and holds it while it sleeps.
+    "win.lock": (
+        "if comm.rank == 1:\n    win.lock(0); time.sleep(2.5); win.unlock(0)\n"
+        "else:\n    time.sleep(0.5); win.lock(0); win.unlock(0)",
+        "win.lock to rank 0 on rank 0 of window",
+    ),
+}
+
+
+def run(code, size, hang_report):
+    store = StoreServer(size=size)
+    store.start()
+    try:
+        env = {"RMA_HANG_REPORT": hang_report}
+        return finish(start_ranks(code, size, store, extra_env=env, rank_variable="RMA_RANK"), timeout=60)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_a_long_wait_says_once_what_it_waits_for_and_goes_on(call):
+    code, named = CALLS[call]
+    if call == "win.lock":
+        code_text = LATE.replace("if comm.rank == 1:\n    time.sleep(2.5)\n", "").format(call=code)
+    else:
+        code_text = LATE.format(call=code)
+    results = run(code_text, 2, "1")
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out == "done\n", err
+        reports = [line for line in err.splitlines() if "still waiting" in line]
+        if rank == 0:
+            assert len(reports) == 1, err
+            assert reports[0].startswith("rma: rank 0: still waiting in ") and named in reports[0], reports
+            assert "after 1 s (RMA_HANG_REPORT" in reports[0]
+        else:
+            assert reports == [], err  # rank 1 never waited long
+
+
+def test_rma_hang_report_0_turns_the_reports_off():
+    results = run(LATE.format(call="comm.barrier()"), 2, "0")
+    for status, out, err in results:
+        assert status == 0 and out == "done\n" and "still waiting" not in err, err
+
+
+def test_a_short_wait_says_nothing():
+    results = run(LATE.format(call="comm.barrier()"), 2, "10")
+    for status, out, err in results:
+        assert status == 0 and "still waiting" not in err, err
