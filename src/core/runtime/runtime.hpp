@@ -36,10 +36,10 @@ TransportSetting parse_transport_setting(std::string_view name);
 struct RuntimeOptions {
   int rank = 0;
   int size = 1;
-  std::string provider = "shm";  // libfabric provider name
-  std::string node;              // bind address for network providers ("" = default)
-  double timeout_seconds = 300;  // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
-  int progress_sleep_us = 1000;  // longest sleep of the idle progress engine
+  std::string provider = "shm";     // libfabric provider name
+  std::string node;                 // bind address for network providers ("" = default)
+  double timeout_seconds = 300;     // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
+  int progress_sleep_us = 1000;     // longest sleep of the idle progress engine
   double hang_report_seconds = 10;  // a blocked call says once on stderr that it still waits (RMA_HANG_REPORT)
   TransportSetting transport = TransportSetting::Auto;
 };
