@@ -72,4 +72,4 @@ def test_rma_hang_report_0_turns_the_reports_off():
 def test_a_short_wait_says_nothing():
     results = run(LATE.format(call="comm.barrier()"), 2, "10")
     for status, out, err in results:
-        assert status == 0 and "still waiting" not in err, err
+        assert status == 0 and out == "done\n" and "still waiting" not in err, err
