@@ -289,7 +289,7 @@ def outcomes(request) -> dict[str, Outcome]:
         wanted = [
             item.callspec.params["cell"]
             for item in request.session.items
-            if item.module is request.module and hasattr(item, "callspec")
+            if getattr(item, "module", None) is request.module and hasattr(item, "callspec")
         ]
         todo = [cell for cell in wanted if cell not in _outcomes]
         by_id = dict(zip(CELL_IDS, CELLS, strict=True))
