@@ -108,16 +108,15 @@ void Window::wait() {
 
 bool Window::test() {
   epochs_.before_wait("test");
-  Transport& transport = comm_->runtime().transport();
-  transport.progress();
+  comm_->runtime().transport().progress();
   if (!epochs_.exposure_nocheck() && !exposure_done()) {
     // A test loop must end too when an origin it waits for died: its complete never comes.
-    if (transport.peers().any_dead()) {
+    if (peer_status_->any_dead()) {
       std::vector<int> watch;
       for (int origin : epochs_.exposure_group()) {
         if (!sync_->complete_arrived(origin)) watch.push_back(comm_->members()[origin]);
       }
-      transport.peers().check(watch, comm_->runtime().rank(), epochs_.where("test", -1));
+      peer_status_->check(watch, comm_->runtime().rank(), epochs_.where("test", -1));
     }
     return false;
   }
@@ -164,10 +163,8 @@ bool Window::try_lock(int target, int type) {
   if (!sync_->lock(target, type, true, "lock")) {
     // A holder that died keeps the lock forever: a loop of tries must end, as a lock() does
     // (a death anywhere in the window ends it, Sync::lock).
-    Transport& transport = comm_->runtime().transport();
-    if (transport.peers().any_dead()) {
-      transport.peers().check(comm_->members(), comm_->runtime().rank(), epochs_.where("lock", target));
-    }
+    if (peer_status_->any_dead())
+      peer_status_->check(comm_->members(), comm_->runtime().rank(), epochs_.where("lock", target));
     return false;
   }
   epochs_.locked(target, type, false);
