@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # what type checkers see of the lazy names below (tests/test_typing.py keeps both in step)
     from . import sync
     from ._job.join import finalize, init, is_initialized
-    from .comm import Comm
+    from .comm import ANY_SOURCE, ANY_TAG, Comm, MessageRequest, Status
     from .ops import (
         BAND,
         BOR,
@@ -54,6 +54,10 @@ _LAZY = {
     "finalize": "._job.join",
     "is_initialized": "._job.join",
     "Comm": ".comm",
+    "Status": ".comm",
+    "MessageRequest": ".comm",
+    "ANY_SOURCE": ".comm",
+    "ANY_TAG": ".comm",
     "Window": ".window",
     "Request": ".window",
     "sync": ".sync",
@@ -74,6 +78,10 @@ __all__ = [
     "finalize",
     "is_initialized",
     "Comm",
+    "Status",
+    "MessageRequest",
+    "ANY_SOURCE",
+    "ANY_TAG",
     "Group",
     "Window",
     "Request",

@@ -4,14 +4,99 @@ from __future__ import annotations
 
 import operator
 import pickle
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ._native import _core
 from .group import Group
+from .ops import PROC_NULL, SUM, Op
 
-__all__ = ["Comm"]
+__all__ = ["Comm", "Status", "MessageRequest", "ANY_SOURCE", "ANY_TAG"]
 
 _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+# recv's source and tag meaning "any": a receive takes the oldest message from any rank of the
+# communicator, or with any tag (of the user's, 0 and up).
+ANY_SOURCE: int = -1
+ANY_TAG: int = -1
+
+# What each op makes of two Python objects in comm.reduce and comm.allreduce (arrays use the
+# core's element-wise ops instead). SUM on lists concatenates, as + does.
+_OBJECT_OPS: dict[Op, Callable[[Any, Any], Any]] = {
+    Op.SUM: operator.add,
+    Op.PROD: operator.mul,
+    Op.MIN: min,
+    Op.MAX: max,
+    Op.LAND: lambda a, b: bool(a) and bool(b),
+    Op.LOR: lambda a, b: bool(a) or bool(b),
+    Op.LXOR: lambda a, b: bool(a) != bool(b),
+    Op.BAND: operator.and_,
+    Op.BOR: operator.or_,
+    Op.BXOR: operator.xor,
+}
+
+
+class Status:
+    """Where a received message came from: pass one as ``status=`` to a receive to learn it.
+
+    ``source`` is the sender's rank in the communicator and ``tag`` the message's tag; both
+    are -1 until a receive fills them (``rma.PROC_NULL`` and -1 after a receive from PROC_NULL).
+    """
+
+    __slots__ = ("source", "tag")
+
+    def __init__(self) -> None:
+        self.source = -1
+        self.tag = -1
+
+    def __repr__(self) -> str:
+        return f"<rma.Status source={self.source} tag={self.tag}>"
+
+
+class MessageRequest:
+    """A nonblocking send or receive (``comm.isend``, ``comm.irecv``) until it completes.
+
+    ``wait()`` returns the received object (None for a send); ``test()`` says whether
+    ``wait()`` would return at once. A receive posted by ``irecv`` takes its message in posting
+    order, before a later ``recv`` with the same source and tag. A request dropped before its
+    ``wait()`` gives its message (if one came) to the next matching receive: nothing is lost.
+    """
+
+    __slots__ = ("_pending", "_value", "_source", "_tag", "_done")
+
+    def __init__(self, pending: _core.PendingReceive | None, value: Any = None, source: int = -1, tag: int = -1):
+        self._pending, self._value, self._source, self._tag = pending, value, source, tag
+        self._done = pending is None
+
+    def test(self, status: Status | None = None) -> bool:
+        """Return whether the request has completed; fill `status` when it has (receives)."""
+        if not self._done and self._pending is not None and self._pending.test():
+            self._finish()
+        if self._done:
+            _fill(status, self._source, self._tag)
+        return self._done
+
+    def wait(self, status: Status | None = None) -> Any:
+        """Wait for completion; return the received object (None for a send) and fill `status`."""
+        if not self._done:
+            self._finish()
+        _fill(status, self._source, self._tag)
+        return self._value
+
+    def _finish(self) -> None:
+        assert self._pending is not None
+        data, self._source, self._tag = self._pending.wait()
+        self._value, self._pending, self._done = pickle.loads(data), None, True
+
+    def __repr__(self) -> str:
+        return f"<rma.MessageRequest {'done' if self._done else 'pending'}>"
+
+
+def _fill(status: Status | None, source: int, tag: int) -> None:
+    if status is not None:
+        status.source, status.tag = source, tag
 
 
 class Comm:
@@ -68,12 +153,170 @@ class Comm:
         return [pickle.loads(item) for item in self._core.allgather(pickle.dumps(obj, _PICKLE_PROTOCOL), call)]
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Send `obj` to rank `dest`; return without waiting for the matching recv."""
-        self._core.send(pickle.dumps(obj, _PICKLE_PROTOCOL), _rank(dest, "send", "dest"), _tag(tag, "send"))
+        """Send `obj` to rank `dest` with `tag` (0 and up); return without waiting for the matching recv.
 
-    def recv(self, source: int, tag: int = 0) -> Any:
-        """Return the oldest object sent by rank `source` with `tag`, waiting for one."""
-        return pickle.loads(self._core.recv(_rank(source, "recv", "source"), _tag(tag, "recv")))
+        A send to ``rma.PROC_NULL`` does nothing. Example: ``comm.send({"step": 3}, dest=1, tag=7)``.
+        """
+        dest = _peer(dest, "send", "dest")
+        tag = _tag(tag, "send")
+        if dest != PROC_NULL:
+            self._core.send(pickle.dumps(obj, _PICKLE_PROTOCOL), dest, tag)
+
+    def recv(self, source: int, tag: int = 0, status: Status | None = None) -> Any:
+        """Return the oldest object sent by rank `source` with `tag`, waiting for one.
+
+        `source` may be ``rma.ANY_SOURCE`` and `tag` ``rma.ANY_TAG``; pass an ``rma.Status`` as
+        `status` to learn the message's source and tag. A receive from ``rma.PROC_NULL`` returns
+        None at once. Example: ``obj = comm.recv(rma.ANY_SOURCE, rma.ANY_TAG, status=st)``.
+        """
+        return self._recv(source, tag, status, "recv")
+
+    def _recv(self, source: int, tag: int, status: Status | None, call: str) -> Any:
+        source = _source(source, call)
+        tag = _tag(tag, call, wildcard=True)
+        if source == PROC_NULL:
+            _fill(status, PROC_NULL, ANY_TAG)
+            return None
+        data, sender, sent_tag = self._core.recv(source, tag, call)
+        _fill(status, sender, sent_tag)
+        return pickle.loads(data)
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest:
+        """Send as ``send`` does and return a request, already complete (sends never wait for their recv)."""
+        self.send(obj, dest, tag)
+        return MessageRequest(None)
+
+    def irecv(self, source: int, tag: int = 0) -> MessageRequest:
+        """Post a receive (arguments as ``recv``) and return at once; ``request.wait()`` returns the object.
+
+        Example: ``req = comm.irecv(0); ...; obj = req.wait()``.
+        """
+        source = _source(source, "irecv")
+        tag = _tag(tag, "irecv", wildcard=True)
+        if source == PROC_NULL:
+            return MessageRequest(None, None, PROC_NULL, ANY_TAG)
+        return MessageRequest(self._core.irecv(source, tag))
+
+    def sendrecv(
+        self,
+        obj: Any,
+        dest: int,
+        sendtag: int = 0,
+        *,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Any:
+        """Send `obj` to `dest` and return the object received from `source`: a shift or an exchange.
+
+        Never deadlocks, as sends never wait for their recv. Example, a ring:
+        ``left = comm.sendrecv(x, (rank + 1) % size, source=(rank - 1) % size)``.
+        """
+        source = _source(source, "sendrecv")
+        recvtag = _tag(recvtag, "sendrecv", wildcard=True)
+        self.send(obj, dest, sendtag)
+        return self._recv(source, recvtag, status, "sendrecv")
+
+    def reduce(self, obj: Any, op: Op | Callable[[Any, Any], Any] = SUM, root: int = 0) -> Any:
+        """Return, on root, every rank's `obj` combined by `op` in rank order; None on the other ranks.
+
+        `op` is an ``rma.Op`` (SUM adds with +, so lists concatenate; MIN, MAX, LAND, LOR, LXOR,
+        BAND, BOR, BXOR) or any function of two objects; it need not be commutative.
+        Example: ``total = comm.reduce(len(items), rma.SUM)``.
+        """
+        combine = _combiner(op, "reduce")
+        root = _rank(root, "reduce", "root")
+        items = self._core.gather(pickle.dumps(obj, _PICKLE_PROTOCOL), root, "comm.reduce")
+        return _fold(combine, [pickle.loads(item) for item in items]) if self._core.rank == root else None
+
+    def allreduce(self, obj: Any, op: Op | Callable[[Any, Any], Any] = SUM) -> Any:
+        """Return every rank's `obj` combined by `op` in rank order, on every rank (op: as in ``reduce``)."""
+        combine = _combiner(op, "allreduce")
+        items = self._core.gather(pickle.dumps(obj, _PICKLE_PROTOCOL), 0, "comm.allreduce")
+        result = _fold(combine, [pickle.loads(item) for item in items]) if self._core.rank == 0 else None
+        return pickle.loads(self._core.bcast(pickle.dumps(result, _PICKLE_PROTOCOL), 0, "comm.allreduce"))
+
+    def scatter(self, objs: Sequence[Any] | None, root: int = 0) -> Any:
+        """Return item `rank` of root's sequence `objs` (one item per rank; ignored on the other ranks)."""
+        root = _rank(root, "scatter", "root")
+        items = None
+        if self._core.rank == root:
+            if objs is None or len(objs) != self._core.size:
+                count = "None" if objs is None else f"{len(objs)} items"
+                raise ValueError(
+                    f"rma: comm.scatter: root {root} must pass one item per rank ({self._core.size}), got {count}"
+                )
+            items = [pickle.dumps(obj, _PICKLE_PROTOCOL) for obj in objs]
+        return pickle.loads(self._core.scatter(items, root))
+
+    def alltoall(self, objs: Sequence[Any]) -> list[Any]:
+        """Send ``objs[i]`` to rank i; return the list of what each rank sent to this one, in rank order."""
+        if len(objs) != self._core.size:
+            raise ValueError(
+                f"rma: comm.alltoall: rank {self._core.rank} must pass one item per rank ({self._core.size}), "
+                f"got {len(objs)}"
+            )
+        return [
+            pickle.loads(item) for item in self._core.alltoall([pickle.dumps(obj, _PICKLE_PROTOCOL) for obj in objs])
+        ]
+
+    def Allreduce(self, sendbuf: Any, recvbuf: np.ndarray | None = None, op: Op = SUM) -> None:  # noqa: N802
+        """Combine every rank's array element-wise with `op`; the result lands in `recvbuf` on every rank.
+
+        Arrays of numbers (the dtypes windows take), the same size on every rank; `recvbuf` a
+        writable array of that dtype and size. Without `recvbuf`, the result replaces `sendbuf`
+        (in place). The mpi4py spelling; for objects, use ``allreduce``.
+        Example: ``comm.Allreduce(local_sums)`` (in place).
+        """
+        self._reduce_arrays(sendbuf, recvbuf, op, -1, "comm.Allreduce")
+
+    def Reduce(self, sendbuf: Any, recvbuf: np.ndarray | None = None, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
+        """As ``Allreduce``, with the result on `root` only (recvbuf is ignored elsewhere)."""
+        self._reduce_arrays(sendbuf, recvbuf, op, _rank(root, "Reduce", "root"), "comm.Reduce")
+
+    def Bcast(self, buf: np.ndarray, root: int = 0) -> None:  # noqa: N802
+        """Copy root's array `buf` into `buf` on every rank (writable, the same dtype and size everywhere)."""
+        root = _rank(root, "Bcast", "root")
+        array = np.ascontiguousarray(buf)
+        if array.dtype.hasobject:
+            raise TypeError("rma: comm.Bcast: buf holds Python objects; use comm.bcast for objects")
+        is_root = self._core.rank == root
+        received = self._core.bcast(array.tobytes() if is_root else b"", root, "comm.Bcast")
+        if len(received) != array.nbytes:
+            raise ValueError(
+                f"rma: comm.Bcast: rank {self._core.rank} passed {array.nbytes} bytes but root {root} sent "
+                f"{len(received)}: buf must have the same dtype and size on every rank"
+            )
+        if not is_root:
+            _output(buf, array, "comm.Bcast", "buf")[...] = np.frombuffer(received, array.dtype).reshape(array.shape)
+
+    def _reduce_arrays(self, sendbuf: Any, recvbuf: np.ndarray | None, op: Op, root: int, call: str) -> None:
+        if not isinstance(op, Op):
+            raise TypeError(f"rma: {call}: op must be an rma.Op (SUM, MAX...), not {type(op).__name__}")
+        data = _array(sendbuf, call, "sendbuf")
+        gets_result = root < 0 or root == self._core.rank
+        target = None
+        if gets_result:
+            named, given = ("recvbuf", recvbuf) if recvbuf is not None else ("sendbuf (in place)", sendbuf)
+            target = _output(given, data, call, named)
+        # The core writes into a C-contiguous array; another layout gets a copy back.
+        contiguous = target if target is None or target.flags.c_contiguous else np.empty_like(target, order="C")
+        self._core.reduce_arrays(data, contiguous, op, root, call)
+        if target is not None and contiguous is not target:
+            target[...] = contiguous
+
+    def split_type(self, kind: str = "host", key: int = 0) -> Comm:
+        """Return the communicator of the ranks that share this rank's host, ordered by `key`, then rank.
+
+        Collective. ``kind`` is ``"host"`` (MPI's COMM_TYPE_SHARED: the ranks whose memory a
+        ``Window.allocate_shared`` window can join).
+        """
+        if kind != "host":
+            raise ValueError(f'rma: comm.split_type: kind must be "host", got {kind!r}')
+        key = _integer(key, "split_type", "key")
+        # The color of a host: the world rank of its first member, which its members agree on.
+        color = self._core.members[self._core.host_ranks[0]]
+        return Comm(self._core.split(color, key, "comm.split_type"))
 
     def split(self, color: int | None, key: int = 0) -> Comm | None:
         """Return the communicator of the ranks that passed the same `color`, ordered by `key`.
@@ -112,5 +355,61 @@ def _nonnegative(value: object, call: str, name: str) -> int:
 _rank = _nonnegative
 
 
-def _tag(value: object, call: str) -> int:
-    return _nonnegative(value, call, "tag")
+def _peer(value: object, call: str, name: str) -> int:
+    """A rank or rma.PROC_NULL."""
+    number = _integer(value, call, name)
+    return number if number == PROC_NULL else _nonnegative(number, call, name)
+
+
+def _source(value: object, call: str) -> int:
+    """A rank, rma.ANY_SOURCE or rma.PROC_NULL."""
+    number = _integer(value, call, "source")
+    return number if number in (ANY_SOURCE, PROC_NULL) else _nonnegative(number, call, "source")
+
+
+def _tag(value: object, call: str, wildcard: bool = False) -> int:
+    number = _integer(value, call, "tag")
+    if wildcard and number == ANY_TAG:
+        return number
+    return _nonnegative(number, call, "tag")
+
+
+def _combiner(op: object, call: str) -> Callable[[Any, Any], Any]:
+    if isinstance(op, Op):
+        if op not in _OBJECT_OPS:
+            raise ValueError(f"rma: comm.{call}: {op.name} does not combine objects (use SUM, MAX, a function...)")
+        return _OBJECT_OPS[op]
+    if callable(op):
+        return op  # type: ignore[return-value]
+    raise TypeError(f"rma: comm.{call}: op must be an rma.Op or a function of two objects, not {type(op).__name__}")
+
+
+def _fold(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
+    result = items[0]
+    for item in items[1:]:
+        result = combine(result, item)
+    return result
+
+
+def _array(value: Any, call: str, name: str) -> np.ndarray:
+    """A C-contiguous array of a dtype the core reduces (a copy if the layout differs)."""
+    array = np.ascontiguousarray(value)
+    if array.dtype not in _REDUCIBLE:
+        raise TypeError(f"rma: {call}: {name} has dtype {array.dtype}, which rma does not reduce")
+    return array
+
+
+def _output(value: Any, data: np.ndarray, call: str, name: str) -> np.ndarray:
+    """`value` as the writable array a result goes into: data's dtype and size."""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"rma: {call}: {name} must be a NumPy array to receive the result, not {type(value).__name__}")
+    if not value.flags.writeable:
+        raise ValueError(f"rma: {call}: {name} is read-only")
+    if value.dtype != data.dtype or value.size != data.size:
+        raise ValueError(
+            f"rma: {call}: {name} is {value.size} x {value.dtype} but the data is {data.size} x {data.dtype}"
+        )
+    return value
+
+
+_REDUCIBLE = frozenset(np.dtype(dtype) for dtype in _core.ELEMENT_DTYPES)

@@ -1,6 +1,11 @@
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
+#include "constants.hpp"
+#include "errors.hpp"
 #include "runtime/communicator.hpp"
 
 namespace py = pybind11;
@@ -21,6 +26,52 @@ py::list to_python(const std::vector<rma::Bytes>& items) {
   for (const auto& item : items) list.append(to_python(item));
   return list;
 }
+
+py::tuple to_python(const rma::Received& received) {
+  return py::make_tuple(to_python(received.data), received.source, received.tag);
+}
+
+std::vector<rma::Bytes> from_python(const py::list& items) {
+  std::vector<rma::Bytes> out;
+  out.reserve(items.size());
+  for (py::handle item : items) {
+    std::string_view text = item.cast<py::bytes>();
+    auto bytes = reinterpret_cast<const std::byte*>(text.data());
+    out.emplace_back(bytes, bytes + text.size());
+  }
+  return out;
+}
+
+// The reductions of arrays: `data` and `result` are C-contiguous arrays the Python layer checked
+// (same dtype and size, result writable); result is None where no result is due (reduce off root).
+void reduce_arrays(rma::Communicator& comm, const py::array& data, const py::object& result, const py::object& op,
+                   int root, const std::string& call) {
+  rma::ReduceOp reduce_op;
+  if (!constants::op_of(op.ptr(), reduce_op)) throw py::type_error("rma: " + call + ": op must be an rma.Op");
+  rma::ElementType type = constants::element_type_of(reinterpret_cast<PyObject*>(data.dtype().ptr()));
+  if (type == rma::ElementType::Bytes) {
+    throw py::type_error("rma: " + call + ": cannot reduce elements of dtype " +
+                         py::str(data.dtype()).cast<std::string>());
+  }
+  std::span<const std::byte> bytes(static_cast<const std::byte*>(data.data()), data.nbytes());
+  std::byte* out = result.is_none() ? nullptr : static_cast<std::byte*>(result.cast<py::array>().mutable_data());
+  rma::CallName named = [&call] { return call; };
+  rma::Bytes reduced;
+  {
+    // The arrays stay alive: the caller's references hold them until this returns.
+    py::gil_scoped_release release;
+    reduced =
+        root < 0 ? comm.allreduce(bytes, type, reduce_op, named) : comm.reduce(bytes, type, reduce_op, root, named);
+  }
+  if (out == nullptr || reduced.empty()) return;
+  // A rank that passed another size (or a stray message) must not write past the result.
+  if (reduced.size() != static_cast<size_t>(data.nbytes())) {
+    throw rma::UsageError("rma: " + call + ": rank " + std::to_string(comm.rank()) + " passed " +
+                          std::to_string(data.nbytes()) + " bytes but the reduction holds " +
+                          std::to_string(reduced.size()) + ": every rank must pass the same dtype and size");
+  }
+  std::memcpy(out, reduced.data(), reduced.size());
+}
 }  // namespace
 
 void register_communicator(py::module_& m) {
@@ -39,37 +90,47 @@ void register_communicator(py::module_& m) {
              py::gil_scoped_release release;
              comm.send(bytes, dest, tag);
            })
-      .def("recv",
-           [](Communicator& comm, int source, int tag) {
-             rma::Bytes data;
-             {
-               py::gil_scoped_release release;
-               data = comm.recv(source, tag);
-             }
-             return to_python(data);
-           })
+      .def(
+          "recv",
+          [](Communicator& comm, int source, int tag, const std::string& call) {
+            rma::Received received;
+            {
+              py::gil_scoped_release release;
+              received = comm.recv(source, tag, call.c_str());
+            }
+            return to_python(received);
+          },
+          py::arg("source"), py::arg("tag"), py::arg("call") = "recv",
+          "(data, source, tag) of the oldest matching message; source and tag may be -1 (any).")
+      .def(
+          "irecv", [](Communicator& comm, int source, int tag) { return comm.irecv(source, tag); },
+          "A posted receive; source and tag may be -1 (any).")
       .def(
           "barrier", [](Communicator& comm) { comm.barrier(); }, py::call_guard<py::gil_scoped_release>())
-      .def("bcast",
-           [](Communicator& comm, const py::bytes& data, int root) {
-             auto bytes = view(data);
-             rma::Bytes result;
-             {
-               py::gil_scoped_release release;
-               result = comm.bcast(rma::Bytes(bytes.begin(), bytes.end()), root);
-             }
-             return to_python(result);
-           })
-      .def("gather",
-           [](Communicator& comm, const py::bytes& data, int root) {
-             auto bytes = view(data);
-             std::vector<rma::Bytes> items;
-             {
-               py::gil_scoped_release release;
-               items = comm.gather(bytes, root);
-             }
-             return to_python(items);
-           })
+      .def(
+          "bcast",
+          [](Communicator& comm, const py::bytes& data, int root, const std::string& call) {
+            auto bytes = view(data);
+            rma::Bytes result;
+            {
+              py::gil_scoped_release release;
+              result = comm.bcast(rma::Bytes(bytes.begin(), bytes.end()), root, [&call] { return call; });
+            }
+            return to_python(result);
+          },
+          py::arg("data"), py::arg("root"), py::arg("call") = "comm.bcast")
+      .def(
+          "gather",
+          [](Communicator& comm, const py::bytes& data, int root, const std::string& call) {
+            auto bytes = view(data);
+            std::vector<rma::Bytes> items;
+            {
+              py::gil_scoped_release release;
+              items = comm.gather(bytes, root, [&call] { return call; });
+            }
+            return to_python(items);
+          },
+          py::arg("data"), py::arg("root"), py::arg("call") = "comm.gather")
       .def(
           "allgather",
           [](Communicator& comm, const py::bytes& data, const std::string& call) {
@@ -84,6 +145,48 @@ void register_communicator(py::module_& m) {
           py::arg("data"), py::arg("call") = "comm.allgather",
           "call: the user's call it serves, named in its errors (\"Window.allocate\").")
       .def(
-          "split", [](Communicator& comm, int color, int key) { return comm.split(color, key); }, py::arg("color"),
-          py::arg("key"), py::call_guard<py::gil_scoped_release>());
+          "split",
+          [](Communicator& comm, int color, int key, const std::string& call) {
+            return comm.split(color, key, [&call] { return call; });
+          },
+          py::arg("color"), py::arg("key"), py::arg("call") = "comm.split", py::call_guard<py::gil_scoped_release>())
+      .def("scatter",
+           [](Communicator& comm, const py::object& items, int root) {
+             std::vector<rma::Bytes> list =
+                 items.is_none() ? std::vector<rma::Bytes>{} : from_python(items.cast<py::list>());
+             rma::Bytes mine;
+             {
+               py::gil_scoped_release release;
+               mine = comm.scatter(list, root);
+             }
+             return to_python(mine);
+           })
+      .def("alltoall",
+           [](Communicator& comm, const py::list& items) {
+             std::vector<rma::Bytes> list = from_python(items);
+             std::vector<rma::Bytes> result;
+             {
+               py::gil_scoped_release release;
+               result = comm.alltoall(list);
+             }
+             return to_python(result);
+           })
+      .def("reduce_arrays", &reduce_arrays, py::arg("data"), py::arg("result"), py::arg("op"), py::arg("root"),
+           py::arg("call"), "Element-wise reduction of C-contiguous arrays into result; root -1: on every rank.");
+
+  py::class_<rma::PendingReceive, std::shared_ptr<rma::PendingReceive>>(m, "PendingReceive")
+      .def("test", &rma::PendingReceive::test, py::call_guard<py::gil_scoped_release>(),
+           "Whether the message has come.")
+      .def(
+          "wait",
+          [](rma::PendingReceive& pending) {
+            rma::Received received;
+            {
+              py::gil_scoped_release release;
+              received = pending.wait();
+            }
+            return to_python(received);
+          },
+          "(data, source, tag), waiting for the message.")
+      .def_property_readonly("collected", &rma::PendingReceive::collected);
 }

@@ -14,6 +14,13 @@ namespace {
 constexpr int32_t kBarrierTag = -1000;  // minus the round
 constexpr int32_t kBcastTag = -2;
 constexpr int32_t kGatherTag = -3;
+constexpr int32_t kScatterTag = -4;
+constexpr int32_t kAlltoallTag = -5;
+constexpr int32_t kReduceTag = -6;
+
+std::string rank_or_any(int rank) {
+  return rank == Communicator::kAnySource ? "any rank" : "rank " + std::to_string(rank);
+}
 
 void append(Bytes& out, const void* data, size_t length) {
   auto bytes = static_cast<const std::byte*>(data);
@@ -106,13 +113,76 @@ void Communicator::send(std::span<const std::byte> data, int dest, int tag) {
   post(dest, tag, data);
 }
 
-Bytes Communicator::recv(int source, int tag) {
-  runtime_->require_active("comm.recv");
-  check_rank(source, "recv", "source");
-  if (tag < 0 || tag > kMaxTag) {
-    throw UsageError("rma: comm.recv: tag " + std::to_string(tag) + " is outside [0, " + std::to_string(kMaxTag) + "]");
+void Communicator::check_receive(int source, int tag, const char* call) const {
+  runtime_->require_active((std::string("comm.") + call).c_str());
+  if (source != kAnySource) check_rank(source, call, "source");
+  if (tag != kAnyTag && (tag < 0 || tag > kMaxTag)) {
+    throw UsageError(std::string("rma: comm.") + call + ": tag " + std::to_string(tag) + " is outside [0, " +
+                     std::to_string(kMaxTag) + "] (or rma.ANY_TAG)");
   }
-  return wait_for(source, tag, "recv");
+}
+
+int Communicator::rank_of_world(int world_rank) const {
+  return static_cast<int>(std::find(members_.begin(), members_.end(), world_rank) - members_.begin());
+}
+
+Received Communicator::received(Message&& message) const {
+  return {rank_of_world(message.source), message.tag, std::move(message.data)};
+}
+
+void Communicator::wait_filled(const MessageMatcher::Receive& receive, const char* own) {
+  MessageMatcher& matcher = runtime_->matcher();
+  if (matcher.filled(receive)) return;
+  // A receive from any rank may be waiting for any member: every death ends it.
+  std::vector<int> watch = receive.source == kAnySource ? watched() : std::vector<int>{receive.source};
+  runtime_->transport().wait_until(
+      [&] { return matcher.filled(receive); }, runtime_->deadline(), watch,
+      [&] {
+        int source = receive.source == MessageMatcher::kAnySource ? kAnySource : rank_of_world(receive.source);
+        return std::string("comm.") + own + " (waiting for " + rank_or_any(source) + ", " +
+               (receive.tag == MessageMatcher::kAnyUserTag ? std::string("any tag")
+                                                           : "tag " + std::to_string(receive.tag)) +
+               ")";
+      });
+}
+
+Received Communicator::recv(int source, int tag, const char* call) {
+  check_receive(source, tag, call);
+  PendingReceive pending(
+      shared_from_this(), call,
+      runtime_->matcher().post(context_, source == kAnySource ? MessageMatcher::kAnySource : members_[source],
+                               tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag));
+  return pending.wait();
+}
+
+std::shared_ptr<PendingReceive> Communicator::irecv(int source, int tag) {
+  check_receive(source, tag, "irecv");
+  return std::make_shared<PendingReceive>(
+      shared_from_this(), "irecv request's wait",
+      runtime_->matcher().post(context_, source == kAnySource ? MessageMatcher::kAnySource : members_[source],
+                               tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag));
+}
+
+PendingReceive::PendingReceive(std::shared_ptr<Communicator> comm, const char* call,
+                               std::shared_ptr<MessageMatcher::Receive> receive)
+    : comm_(std::move(comm)), call_(call), receive_(std::move(receive)) {}
+
+PendingReceive::~PendingReceive() {
+  if (!collected_) comm_->runtime().matcher().withdraw(receive_);
+}
+
+bool PendingReceive::test() {
+  if (collected_) return true;
+  comm_->runtime().transport().progress();
+  return comm_->runtime().matcher().filled(*receive_);
+}
+
+Received PendingReceive::wait() {
+  if (collected_)
+    throw UsageError("rma: comm.irecv: this request's message was already received (wait() returns it once)");
+  comm_->wait_filled(*receive_, call_);
+  collected_ = true;
+  return comm_->received(std::move(*comm_->runtime().matcher().collect(*receive_)));
 }
 
 void Communicator::barrier(const CallName& call) {
@@ -171,6 +241,81 @@ std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data, cons
   std::vector<Bytes> items = gather(data, 0, named);
   Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
   return unpack_list(bcast(std::move(packed), 0, named));
+}
+
+Bytes Communicator::scatter(const std::vector<Bytes>& items, int root, const CallName& call) {
+  runtime_->require_active("comm.scatter");
+  check_rank(root, "scatter", "root");
+  if (rank_ != root) return wait_for(root, kScatterTag, "scatter", call);
+  if (items.size() != static_cast<size_t>(size())) {
+    throw UsageError("rma: comm.scatter: root " + std::to_string(root) + " passed " + std::to_string(items.size()) +
+                     " items for " + std::to_string(size()) + " ranks");
+  }
+  for (int dest = 0; dest < size(); ++dest) {
+    if (dest != rank_) post(dest, kScatterTag, items[dest]);
+  }
+  return items[rank_];
+}
+
+std::vector<Bytes> Communicator::alltoall(const std::vector<Bytes>& items, const CallName& call) {
+  runtime_->require_active("comm.alltoall");
+  if (items.size() != static_cast<size_t>(size())) {
+    throw UsageError("rma: comm.alltoall: rank " + std::to_string(rank_) + " passed " + std::to_string(items.size()) +
+                     " items for " + std::to_string(size()) + " ranks");
+  }
+  // Sends never wait for their receive, so every rank posts all, then collects all; rank
+  // rank+k first, so that not every rank sends to rank 0 at once.
+  int p = size();
+  for (int k = 1; k < p; ++k) post((rank_ + k) % p, kAlltoallTag, items[(rank_ + k) % p]);
+  std::vector<Bytes> result(p);
+  result[rank_] = items[rank_];
+  for (int k = 1; k < p; ++k) {
+    int source = (rank_ - k + p) % p;
+    result[source] = wait_for(source, kAlltoallTag, "alltoall", call);
+  }
+  return result;
+}
+
+Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
+                           const CallName& call) {
+  runtime_->require_active("comm.reduce");
+  check_rank(root, "reduce", "root");
+  if (!op_fits(op, type) || op == ReduceOp::Replace || op == ReduceOp::NoOp) {
+    throw UsageError("rma: comm.reduce: " + describe(op) + " does not reduce " + describe(type) + " elements");
+  }
+  size_t element_bytes = element_size(type);
+  size_t count = element_bytes ? data.size() / element_bytes : 0;
+  // Binomial tree towards root, in ranks relative to it: each rank combines its children's
+  // partial results into its own, then sends that to its parent.
+  int p = size();
+  int relative = (rank_ - root + p) % p;
+  Bytes partial(data.begin(), data.end());
+  for (int mask = 1; mask < p; mask <<= 1) {
+    if (relative & mask) {
+      post((relative - mask + root) % p, kReduceTag, partial);
+      return {};
+    }
+    if (relative + mask < p) {
+      int child = (relative + mask + root) % p;
+      Bytes incoming = wait_for(child, kReduceTag, "reduce", call);
+      if (incoming.size() != partial.size()) {
+        throw UsageError((call ? call() : std::string("comm.reduce")) + ": rank " + std::to_string(rank_) +
+                         " reduces " + std::to_string(count) + " elements but rank " + std::to_string(child) +
+                         "'s part of the tree holds " +
+                         std::to_string(incoming.size() / std::max<size_t>(element_bytes, 1)) +
+                         ": every rank must pass the same number of elements");
+      }
+      apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, count);
+    }
+  }
+  return partial;
+}
+
+Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call) {
+  runtime_->require_active("comm.allreduce");
+  CallName named = call ? call : [] { return std::string("comm.allreduce"); };
+  Bytes result = reduce(data, type, op, 0, named);
+  return bcast(std::move(result), 0, named);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {

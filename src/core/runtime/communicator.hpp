@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/message_matcher.hpp"
+#include "window/reduce.hpp"
+
 namespace rma {
 
 class Runtime;
@@ -20,10 +23,45 @@ using Bytes = std::vector<std::byte>;
 // for its errors; built only when one is raised. Empty: the collective's own name ("comm.gather").
 using CallName = std::function<std::string()>;
 
-class Communicator {
+// A message a user's receive got: its source (a rank of the communicator) and tag.
+struct Received {
+  int source;
+  int tag;
+  Bytes data;
+};
+
+class Communicator;
+
+// A receive posted by irecv, until its message is collected. Dropping it unfinished withdraws
+// it, so its message (if one came) goes to the next matching receive.
+class PendingReceive {
+ public:
+  // call: what its wait is called in errors ("recv").
+  PendingReceive(std::shared_ptr<Communicator> comm, const char* call,
+                 std::shared_ptr<MessageMatcher::Receive> receive);
+  ~PendingReceive();
+  PendingReceive(const PendingReceive&) = delete;
+  PendingReceive& operator=(const PendingReceive&) = delete;
+  // Whether the message has come (then wait() returns at once). Makes progress.
+  bool test();
+  // The message, waiting for it as recv does. Once only.
+  Received wait();
+  bool collected() const noexcept { return collected_; }
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  const char* call_;
+  std::shared_ptr<MessageMatcher::Receive> receive_;
+  bool collected_ = false;
+};
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   // Largest user tag; tags below 0 belong to the collectives.
   static constexpr int32_t kMaxTag = (1 << 30) - 1;
+  // A receive's source or tag meaning "any" (the user's tags only).
+  static constexpr int kAnySource = -1;
+  static constexpr int kAnyTag = -1;
 
   // The runtime must be connected (its topology known). members: world ranks; rank: this
   // rank's index in members.
@@ -43,8 +81,12 @@ class Communicator {
 
   // Returns once the message is on its way (it does not wait for the matching recv).
   void send(std::span<const std::byte> data, int dest, int tag);
-  // The oldest message from source with tag, waiting for it if needed.
-  Bytes recv(int source, int tag);
+  // The oldest message from source with tag, waiting for it if needed; source may be
+  // kAnySource and tag kAnyTag. Receives are matched in the order they were posted (irecv).
+  // call: the communicator call it serves, named in errors ("sendrecv").
+  Received recv(int source, int tag, const char* call = "recv");
+  // Posts a receive and returns at once; the request completes it.
+  std::shared_ptr<PendingReceive> irecv(int source, int tag);
 
   // The collectives; `call` names the call they serve in their errors.
   void barrier(const CallName& call = {});
@@ -55,12 +97,27 @@ class Communicator {
   // Members with the same color form a new communicator, ordered by (key, rank); a negative
   // color takes part but gets no communicator (nullptr). Collective.
   std::shared_ptr<Communicator> split(int color, int key, const CallName& call = {});
+  // Rank i receives items[i] of root's list (items is read on root only).
+  Bytes scatter(const std::vector<Bytes>& items, int root, const CallName& call = {});
+  // Rank i receives items[i] of every rank, in rank order.
+  std::vector<Bytes> alltoall(const std::vector<Bytes>& items, const CallName& call = {});
+  // Element-wise reduction of every rank's elements (count of `type`, the same count on every
+  // rank): the result on root (empty elsewhere), or on every rank for allreduce. The order of
+  // combination is fixed by the rank count, so every run gives the same floating-point result.
+  Bytes reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root, const CallName& call = {});
+  Bytes allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call = {});
 
  private:
   void check_rank(int rank, const char* call, const char* role) const;
   void post(int dest, int32_t tag, std::span<const std::byte> data);
+  friend class PendingReceive;
+  void check_receive(int source, int tag, const char* call) const;
   // own: the communicator call waiting ("recv"), named in errors unless `call` names another.
   Bytes wait_for(int source, int32_t tag, const char* own, const CallName& call = {});
+  // Waits until a posted receive is filled; on an error the receive is left for the caller.
+  void wait_filled(const MessageMatcher::Receive& receive, const char* own);
+  int rank_of_world(int world_rank) const;
+  Received received(Message&& message) const;
   std::vector<int> watched() const { return members_; }
 
   std::shared_ptr<Runtime> runtime_;

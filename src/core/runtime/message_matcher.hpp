@@ -1,10 +1,19 @@
-// Point-to-point messages of communicators that have arrived but not yet been received,
-// queued per (communicator context, source, tag) in arrival order.
+// Matching of communicator messages to receives, as MPI matches them: per (communicator
+// context, source, tag), in order. A receive posted by the user (recv, irecv) waits in the
+// posted list until a message matches it; a message that no posted receive wants waits in the
+// unexpected queue until a receive takes it. Among several candidates the oldest wins on both
+// sides, so messages of one source and tag are received in the order they were sent, and
+// receives in the order they were posted (irecv, then recv: the irecv gets the first message).
+// A user's receive may name any source (kAnySource) or any user tag (kAnyUserTag, the tags
+// >= 0); the collectives' own messages (negative tags) are taken by exact match only.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <limits>
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <tuple>
@@ -12,16 +21,49 @@
 
 namespace rma {
 
+struct Message {
+  int source;  // world rank
+  int32_t tag;
+  std::vector<std::byte> data;
+  uint64_t arrival;  // order of arrival at this rank, for "the oldest" among several queues
+};
+
 class MessageMatcher {
  public:
+  static constexpr int kAnySource = -1;
+  static constexpr int32_t kAnyUserTag = std::numeric_limits<int32_t>::min();
+
+  // A receive the user posted. Filled by post() or deliver(); collected once.
+  struct Receive {
+    uint32_t context;
+    int source;  // world rank or kAnySource
+    int32_t tag;
+    std::optional<Message> message;
+  };
+
   void deliver(uint32_t context, int source, int32_t tag, std::vector<std::byte>&& data);
-  // The oldest message matching exactly, if any.
+  // The oldest unexpected message matching exactly, if any (the collectives' messages).
   std::optional<std::vector<std::byte>> take(uint32_t context, int source, int32_t tag);
 
+  // Posts a user's receive; it takes the oldest matching unexpected message at once if any.
+  std::shared_ptr<Receive> post(uint32_t context, int source, int32_t tag);
+  bool filled(const Receive& receive);
+  // The message of a filled receive (moved out); nullopt if not filled yet.
+  std::optional<Message> collect(Receive& receive);
+  // Withdraws a receive nobody will collect (an error ended its wait, its request was
+  // dropped): a message it already holds goes back to the unexpected queue, in arrival order,
+  // for the next receive that matches it. Nothing is lost.
+  void withdraw(const std::shared_ptr<Receive>& receive);
+
  private:
-  using Key = std::tuple<uint32_t, int, int32_t>;
+  using Key = std::tuple<uint32_t, int, int32_t>;  // context, source, tag
+  static bool matches(const Receive& receive, int source, int32_t tag);
+  void queue_unexpected(Message&& message, uint32_t context);
+
   std::mutex mutex_;
-  std::map<Key, std::deque<std::vector<std::byte>>> queues_;
+  uint64_t arrivals_ = 0;
+  std::map<Key, std::deque<Message>> unexpected_;
+  std::list<std::shared_ptr<Receive>> posted_;  // in posting order, unfilled ones only
 };
 
 }  // namespace rma
