@@ -31,6 +31,18 @@ SINGLE_CASES = [
 ]
 BANDWIDTH_CASES = ["put_bw", "get_bw"]
 WINDOW = 64
+# The communicator's calls, on 4 ranks (--communicator); Allreduce of float64 arrays by size.
+COMMUNICATOR_CASES = [
+    "comm_barrier",
+    "comm_bcast",
+    "comm_allreduce",
+    "comm_scatter",
+    "comm_alltoall",
+    "comm_sendrecv",
+    "comm_isend_irecv",
+    "comm_split_type",
+]
+ARRAY_SIZES = [8, 4096, 65536, 1048576]
 
 
 def iterations(size: int) -> int:
@@ -105,6 +117,29 @@ class Rma:
     def bcast(self, value):
         return self.comm.bcast(value)
 
+    def allreduce(self, value):
+        return self.comm.allreduce(value)
+
+    def Allreduce(self, data, result):  # noqa: N802
+        self.comm.Allreduce(data, result)
+
+    def scatter(self, values):
+        return self.comm.scatter(values)
+
+    def alltoall(self, values):
+        return self.comm.alltoall(values)
+
+    def sendrecv(self, value, dest, source):
+        return self.comm.sendrecv(value, dest, source=source)
+
+    def isend_irecv(self, value, dest, source):
+        receive = self.comm.irecv(source)
+        self.comm.isend(value, dest).wait()
+        return receive.wait()
+
+    def split_type(self):
+        self.comm.split_type("host")
+
 
 class Mpi4py:
     """The same calls with mpi4py."""
@@ -172,6 +207,29 @@ class Mpi4py:
 
     def bcast(self, value):
         return self.comm.bcast(value)
+
+    def allreduce(self, value):
+        return self.comm.allreduce(value)
+
+    def Allreduce(self, data, result):  # noqa: N802
+        self.comm.Allreduce(data, result)
+
+    def scatter(self, values):
+        return self.comm.scatter(values)
+
+    def alltoall(self, values):
+        return self.comm.alltoall(values)
+
+    def sendrecv(self, value, dest, source):
+        return self.comm.sendrecv(value, dest, source=source)
+
+    def isend_irecv(self, value, dest, source):
+        receive = self.comm.irecv(source=source)
+        self.comm.isend(value, dest).wait()
+        return receive.wait()
+
+    def split_type(self):
+        self.comm.Split_type(self.MPI.COMM_TYPE_SHARED).Free()
 
 
 def timed(step, count: int) -> float:
@@ -261,6 +319,34 @@ def run_case(b, case: str, size: int) -> float | None:
     return result if origin else None
 
 
+def communicator_case(b, case: str) -> float | None:
+    """Seconds per call of one communicator case (median over many), on rank 0."""
+    right, left = (b.rank + 1) % b.size, (b.rank - 1) % b.size
+    steps = {
+        "comm_barrier": b.barrier,
+        "comm_bcast": lambda: b.bcast(7 if b.rank == 0 else None),
+        "comm_allreduce": lambda: b.allreduce(b.rank),
+        "comm_scatter": lambda: b.scatter(list(range(b.size)) if b.rank == 0 else None),
+        "comm_alltoall": lambda: b.alltoall(list(range(b.size))),
+        "comm_sendrecv": lambda: b.sendrecv(b.rank, right, left),
+        "comm_isend_irecv": lambda: b.isend_irecv(b.rank, right, left),
+        "comm_split_type": b.split_type,
+    }
+    b.barrier()
+    result = timed(steps[case], 200 if case == "comm_split_type" else 2000)
+    b.barrier()
+    return result if b.rank == 0 else None
+
+
+def array_allreduce(b, size: int) -> float | None:
+    """Seconds per Allreduce (SUM) of `size` bytes of float64, on rank 0."""
+    data, result = np.ones(size // 8), np.zeros(size // 8)
+    b.barrier()
+    elapsed = timed(lambda: b.Allreduce(data, result), iterations(size))
+    b.barrier()
+    return elapsed if b.rank == 0 else None
+
+
 def contended_fetch_and_op(b) -> float | None:
     """Operations per second when every rank hammers one counter on rank 0 (4 ranks)."""
     win = b.allocate(64)
@@ -283,8 +369,19 @@ def main() -> None:
     parser.add_argument("--backend", choices=["rma", "mpi4py"], required=True)
     parser.add_argument("--cases", default="all")
     parser.add_argument("--contended", action="store_true", help="only the contended fetch_and_op case")
+    parser.add_argument("--communicator", action="store_true", help="only the communicator's cases")
     args = parser.parse_args()
     b = Rma() if args.backend == "rma" else Mpi4py()
+    if args.communicator:
+        for case in COMMUNICATOR_CASES:
+            value = communicator_case(b, case)
+            if b.rank == 0:
+                print(json.dumps({"case": case, "size": 8, "value": value}), flush=True)
+        for size in ARRAY_SIZES:
+            value = array_allreduce(b, size)
+            if b.rank == 0:
+                print(json.dumps({"case": "comm_Allreduce", "size": size, "value": value}), flush=True)
+        return
     if args.contended:
         rate = contended_fetch_and_op(b)
         if b.rank == 0:

@@ -49,7 +49,18 @@ TITLES = {
     "win_create_free": "window create + free",
     "barrier": "barrier",
     "contended_fetch_and_op": "fetch_and_op throughput, 4 ranks on one counter",
+    # The communicator, at 2 and at 4 ranks (bench/cases.py --communicator); objects pickled.
+    "comm_barrier": "comm barrier",
+    "comm_bcast": "comm bcast (an int, from the root's side)",
+    "comm_allreduce": "comm allreduce (an int)",
+    "comm_scatter": "comm scatter (ints, from the root's side)",
+    "comm_alltoall": "comm alltoall (ints)",
+    "comm_sendrecv": "comm sendrecv around a ring (an int)",
+    "comm_isend_irecv": "comm irecv + isend + waits around a ring",
+    "comm_split_type": "comm split_type host (mpi4py: Split_type + Free)",
+    "comm_Allreduce": "comm Allreduce of a float64 array",
 }
+COMMUNICATOR_RANKS = (2, 4)
 
 
 def say(text: str) -> None:
@@ -165,21 +176,36 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
 
-    systems: dict[str, tuple[list[str], list[str]]] = {"rma": (rmarun(2, []), rmarun(4, ["--contended"]))}
+    # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks.
+    def rma_jobs() -> list[tuple[list[str], int]]:
+        return [(rmarun(2, []), 0), (rmarun(4, ["--contended"]), 0)] + [
+            (rmarun(n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS
+        ]
+
+    systems: dict[str, list[tuple[list[str], int]]] = {"rma": rma_jobs()}
     c_systems: dict[str, tuple[Path, str]] = {}
     if not args.no_mpi:
         for name, package in MPI_SYSTEMS.items():
             python = ensure_env(name, package)
             if python is not None:
-                systems[name] = (mpiexec(python, package, 2, []), mpiexec(python, package, 4, ["--contended"]))
+                systems[name] = [
+                    (mpiexec(python, package, 2, []), 0),
+                    (mpiexec(python, package, 4, ["--contended"]), 0),
+                ]
+                systems[name] += [(mpiexec(python, package, n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS]
                 c_systems[C_COLUMNS[package]] = (python, package)
 
     values: dict[tuple[str, int, str], list[float]] = {}
     began = time.monotonic()
     for repetition in range(1, args.repetitions + 1):
-        for name, (job, contended) in systems.items():
+        for name, jobs in systems.items():
             started = time.monotonic()
-            results = run_job(job) + run_job(contended)
+            results = []
+            for job, ranks in jobs:
+                for result in run_job(job):
+                    if ranks:  # a communicator case: one row per rank count
+                        result["case"] = f"{result['case']}@{ranks}"
+                    results.append(result)
             for result in results:
                 values.setdefault((result["case"], result["size"], name), []).append(result["value"])
             say(
@@ -200,7 +226,7 @@ def main() -> None:
 def write_results(values, ceiling, names) -> None:
     rows = []
     mpis = [n for n in names if n != "rma"]
-    cases = sorted({case for (case, _, _) in values}, key=list(TITLES).index)
+    cases = sorted({case for (case, _, _) in values}, key=_order)
     for case in cases:
         for size in sorted({s for (c, s, _) in values if c == case}):
             row = {"case": case, "size": size}
@@ -248,7 +274,7 @@ def markdown_table(rows, names, mpis) -> str:
     header = ["case", "size"] + names + ["memcpy", "rma / best mpi4py"] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
-        cells = [TITLES[row["case"]], _size(row["size"]) if row["case"] not in SINGLE else "8 B"]
+        cells = [_title(row["case"]), _size(row["size"]) if _base(row["case"]) not in SINGLE else "8 B"]
         for name in names:
             value = row.get(name)
             spread = (
@@ -277,6 +303,7 @@ def markdown_table(rows, names, mpis) -> str:
 
 WITHOUT_PYTHON = [CORE, *C_COLUMNS.values()]
 SINGLE = {
+    *(case for case in TITLES if case.startswith("comm_") and case != "comm_Allreduce"),
     "fetch_and_op",
     "compare_and_swap",
     "fence_empty",
@@ -286,6 +313,21 @@ SINGLE = {
     "barrier",
     "contended_fetch_and_op",
 }
+
+
+def _base(case: str) -> str:
+    """The case without its rank count ("comm_barrier@4" -> "comm_barrier")."""
+    return case.split("@")[0]
+
+
+def _title(case: str) -> str:
+    base, _, ranks = case.partition("@")
+    return TITLES[base] + (f", {ranks} ranks" if ranks else "")
+
+
+def _order(case: str) -> tuple[int, int]:
+    base, _, ranks = case.partition("@")
+    return list(TITLES).index(base), int(ranks or 0)
 
 
 def _size(size: int) -> str:

@@ -2,6 +2,9 @@
 seconds, naming the call and whom it waits for, then goes on waiting (and succeeds when the
 late rank comes). Ranks are started by hand to read each one's stderr."""
 
+import os
+import re
+
 import pytest
 
 from handmade_ranks import finish, start_ranks
@@ -24,12 +27,12 @@ print("done", flush=True)
 
 CALLS = {
     "comm.barrier": ("comm.barrier()", "comm.barrier (waiting for rank 1)"),
-    "win.fence": ("win.fence()", "win.fence on rank 0 of window"),
+    "win.fence": ("win.fence()", "win.fence of window"),
     # Rank 1 takes rank 0's lock first and holds it while it sleeps.
     "win.lock": (
         "if comm.rank == 1:\n    win.lock(0); time.sleep(2.5); win.unlock(0)\n"
         "else:\n    time.sleep(0.5); win.lock(0); win.unlock(0)",
-        "win.lock to rank 0 on rank 0 of window",
+        "win.lock to rank 0 of window",
     ),
 }
 
@@ -58,6 +61,8 @@ def test_a_long_wait_says_once_what_it_waits_for_and_goes_on(call):
         if rank == 0:
             assert len(reports) == 1, err
             assert reports[0].startswith("rma: rank 0: still waiting in ") and named in reports[0], reports
+            assert "on rank 0 of window" not in reports[0], reports  # the rank is said once, up front
+            assert re.search(r"waiting for (the exclusive lock on rank 0|rank 1\b|ranks \[1\])", reports[0]), reports
             assert "after 1 s (RMA_HANG_REPORT" in reports[0]
         else:
             assert reports == [], err  # rank 1 never waited long
@@ -73,3 +78,19 @@ def test_a_short_wait_says_nothing():
     results = run(LATE.format(call="comm.barrier()"), 2, "10")
     for status, out, err in results:
         assert status == 0 and out == "done\n" and "still waiting" not in err, err
+
+
+@pytest.mark.skipif(
+    os.environ.get("RMA_TRANSPORT") == "libfabric",
+    reason="through libfabric the fence is the communicator's barrier, which names the rank of its round",
+)
+def test_a_fence_on_shared_memory_names_exactly_the_ranks_missing():
+    # 3 ranks, rank 1 late: ranks 0 and 2 both wait for rank 1 only.
+    results = run(LATE.format(call="win.fence()"), 3, "1")
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out == "done\n", err
+        reports = [line for line in err.splitlines() if "still waiting" in line]
+        if rank == 1:
+            assert reports == [], err
+        else:
+            assert len(reports) == 1 and "(waiting for ranks [1] to fence)" in reports[0], err

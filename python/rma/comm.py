@@ -212,7 +212,7 @@ class Comm:
         Never deadlocks, as sends never wait for their recv. Example, a ring:
         ``left = comm.sendrecv(x, (rank + 1) % size, source=(rank - 1) % size)``.
         """
-        source = _source(source, "sendrecv")
+        source = _source(source, "sendrecv")  # both checked before anything moves
         recvtag = _tag(recvtag, "sendrecv", wildcard=True)
         self.send(obj, dest, sendtag)
         return self._recv(source, recvtag, status, "sendrecv")
@@ -345,7 +345,12 @@ def _integer(value: object, call: str, name: str) -> int:
         raise TypeError(f"rma: comm.{call}: {name} must be an integer, not {type(value).__name__}") from None
 
 
+# The checks below run on every message: a plain int in range returns on the first line.
+
+
 def _nonnegative(value: object, call: str, name: str) -> int:
+    if type(value) is int and value >= 0:
+        return value
     number = _integer(value, call, name)
     if number < 0:
         raise ValueError(f"rma: comm.{call}: {name} must be >= 0, got {number}")
@@ -357,17 +362,23 @@ _rank = _nonnegative
 
 def _peer(value: object, call: str, name: str) -> int:
     """A rank or rma.PROC_NULL."""
+    if type(value) is int and value >= 0:
+        return value
     number = _integer(value, call, name)
     return number if number == PROC_NULL else _nonnegative(number, call, name)
 
 
 def _source(value: object, call: str) -> int:
     """A rank, rma.ANY_SOURCE or rma.PROC_NULL."""
+    if type(value) is int and value >= 0:
+        return value
     number = _integer(value, call, "source")
     return number if number in (ANY_SOURCE, PROC_NULL) else _nonnegative(number, call, "source")
 
 
 def _tag(value: object, call: str, wildcard: bool = False) -> int:
+    if type(value) is int and value >= 0:
+        return value
     number = _integer(value, call, "tag")
     if wildcard and number == ANY_TAG:
         return number

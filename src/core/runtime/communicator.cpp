@@ -85,18 +85,34 @@ void Communicator::post(int dest, int32_t tag, std::span<const std::byte> data) 
   runtime_->transport().send(members_[dest], kCommunicatorMessage, message);
 }
 
+void Communicator::wait_until(const std::function<bool()>& done, std::span<const int> watch,
+                              const std::function<std::string()>& what) {
+  Transport& transport = runtime_->transport();
+  // On shared memory the waiter sleeps on the bell every peer rings after posting to it, so a
+  // wait gives its core to the ranks it waits for; asleep there, the transport's wait leaves
+  // progress to the condition (what rang may be a message still in the inbox).
+  Bell* bell = transport.incoming_bell();
+  transport.wait_until(
+      [&] {
+        if (bell != nullptr) transport.progress();
+        return done();
+      },
+      runtime_->deadline(), watch, what, bell);
+}
+
 Bytes Communicator::wait_for(int source, int32_t tag, const char* own, const CallName& call) {
   std::optional<Bytes> message;
   int world_source = members_[source];
   MessageMatcher& matcher = runtime_->matcher();
   if ((message = matcher.take(context_, world_source, tag))) return std::move(*message);
   std::vector<int> watch = tag >= 0 ? std::vector<int>{world_source} : watched();
-  runtime_->transport().wait_until(
-      [&] { return (message = matcher.take(context_, world_source, tag)).has_value(); }, runtime_->deadline(), watch,
-      [&] {
-        return (call ? call() : std::string("comm.") + own) + " (waiting for rank " + std::to_string(source) +
-               (tag >= 0 ? ", tag " + std::to_string(tag) : std::string()) + ")";
-      });
+  // (The condition may be asked again after it held: it takes the message once.)
+  wait_until([&] { return message.has_value() || (message = matcher.take(context_, world_source, tag)).has_value(); },
+             watch,
+             [&] {
+               return (call ? call() : std::string("comm.") + own) + " (waiting for rank " + std::to_string(source) +
+                      (tag >= 0 ? ", tag " + std::to_string(tag) : std::string()) + ")";
+             });
   return std::move(*message);
 }
 

@@ -114,6 +114,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void check_receive(int source, int tag, const char* call) const;
   // own: the communicator call waiting ("recv"), named in errors unless `call` names another.
   Bytes wait_for(int source, int32_t tag, const char* own, const CallName& call = {});
+  // The transport's wait_until with the runtime's deadline, asleep on the incoming bell where
+  // there is one. done() must keep holding once it held (the bell's sleep asks it too).
+  void wait_until(const std::function<bool()>& done, std::span<const int> watch,
+                  const std::function<std::string()>& what);
   // Waits until a posted receive is filled; on an error the receive is left for the caller.
   void wait_filled(const MessageMatcher::Receive& receive, const char* own);
   int rank_of_world(int world_rank) const;

@@ -144,7 +144,13 @@ bool FabricTransport::progress() {
       !(inbox_messages_ && link_.reached_by_everyone()) || endpoint_.in_flight() || ++passes_ % kFabricPollEvery == 0;
   if (fabric_due) completed = endpoint_.poll(arrived);
   size_t from_inbox = link_.drain(arrived);
-  if (!arrived.empty() || router_.has_pending()) router_.deliver(std::move(arrived));
+  bool delivered = !arrived.empty();
+  if (delivered || router_.has_pending()) router_.deliver(std::move(arrived));
+  // Another thread of this rank may sleep on the bell for what this pass delivered: the ring
+  // that woke it was spent before the message reached the handler (a load when nobody sleeps).
+  if (delivered) {
+    if (Bell* bell = incoming_bell()) bell->ring();
+  }
   return completed || from_inbox > 0;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/transport.hpp"
 
+#include <cctype>
+
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -8,6 +10,15 @@
 #include "runtime/interrupts.hpp"
 
 namespace rma {
+
+std::string Transport::without_own_rank(std::string text) const {
+  std::string own = " on rank " + std::to_string(rank_);
+  for (size_t at = text.find(own); at != std::string::npos; at = text.find(own, at + 1)) {
+    size_t end = at + own.size();
+    if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return text.erase(at, own.size());
+  }
+  return text;
+}
 
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                            const std::function<std::string()>& what, Bell* bell, bool interruptible) {
@@ -28,11 +39,12 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     bool busy = bell == nullptr && progress();
     if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
     if (interruptible && interrupt_count() != interrupts_before)
-      throw Interrupted("rma: " + what() + " on rank " + std::to_string(rank_) + " was interrupted");
+      throw Interrupted("rma: rank " + std::to_string(rank_) + ": " + without_own_rank(what()) + " was interrupted");
     if (deadline.expired()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
-      throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank_) + " did not finish within " + seconds +
+      throw TimeoutError("rma: rank " + std::to_string(rank_) + ": " + without_own_rank(what()) +
+                         " did not finish within " + seconds +
                          " s (RMA_TIMEOUT); a rank it waits for may be stuck elsewhere");
     }
     if (!reported && backoff.sleeping()) {
@@ -40,7 +52,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
       if (!began) began = now;  // (the spinning before is well under a millisecond)
       if (std::chrono::duration<double>(now - *began).count() >= hang_report_seconds_) {
         std::fprintf(stderr, "rma: rank %d: still waiting in %s after %g s (RMA_HANG_REPORT; it goes on waiting)\n",
-                     rank_, what().c_str(), hang_report_seconds_);
+                     rank_, without_own_rank(what()).c_str(), hang_report_seconds_);
         std::fflush(stderr);
         reported = true;
       }

@@ -110,6 +110,9 @@ class Transport {
   void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                   const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true);
   static constexpr std::chrono::microseconds kBellCheck{100'000};
+  // `what` without " on rank <this rank>": the messages of wait_until begin "rma: rank R: ",
+  // and a window call's name says the rank too ("win.fence on rank 0 of window 1").
+  std::string without_own_rank(std::string text) const;
   // RMA_HANG_REPORT: seconds after which a blocked wait says it still waits; <= 0: never.
   void report_hangs_after(double seconds) noexcept { hang_report_seconds_ = seconds; }
 

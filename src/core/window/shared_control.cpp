@@ -66,6 +66,7 @@ void SharedControl::acquire(std::atomic<uint32_t>& spin, const char* what) {
 uint32_t SharedControl::arrive() {
   Header& root = header(0);
   uint32_t generation = root.fence_generation.load(std::memory_order_acquire);
+  header(rank_).fence_arrived_for.store(generation + 1, std::memory_order_relaxed);
   if (root.fence_arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
     // The last to arrive opens the next round and lets everyone go.
     root.fence_arrived.store(0, std::memory_order_relaxed);
@@ -79,6 +80,16 @@ uint32_t SharedControl::arrive() {
 
 bool SharedControl::passed(uint32_t generation) const {
   return header(0).fence_generation.load(std::memory_order_acquire) != generation;
+}
+
+std::vector<int> SharedControl::missing(uint32_t generation) const {
+  // While this rank waits at `generation`, nobody can be a round ahead: a rank that did not
+  // store generation + 1 has not arrived.
+  std::vector<int> ranks;
+  for (int rank = 0; rank < size(); ++rank) {
+    if (header(rank).fence_arrived_for.load(std::memory_order_relaxed) != generation + 1) ranks.push_back(rank);
+  }
+  return ranks;
 }
 
 }  // namespace rma

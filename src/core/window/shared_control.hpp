@@ -77,12 +77,16 @@ class SharedControl {
   // wait(generation changed) (the caller's wait loop checks peers and deadlines).
   uint32_t arrive();  // returns the generation to wait past (the barrier is done when it changes)
   bool passed(uint32_t generation) const;
+  // The ranks that have not arrived for `generation` yet (for the messages of a long wait).
+  std::vector<int> missing(uint32_t generation) const;
 
  private:
   struct alignas(64) Header {
     Bell bell;
     alignas(64) std::atomic<uint32_t> fence_arrived;
     std::atomic<uint32_t> fence_generation;
+    // At this rank's own block: 1 + the generation it last arrived for (0: none yet).
+    alignas(64) std::atomic<uint32_t> fence_arrived_for;
     alignas(64) std::atomic<uint32_t> queue_spin;
     alignas(64) std::atomic<uint32_t> accumulate_spin;
   };

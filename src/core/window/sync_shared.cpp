@@ -3,6 +3,7 @@
 // lock costs what the atomics cost, and a wait sleeps on this rank's bell.
 #include "errors.hpp"
 #include "runtime/runtime.hpp"
+#include "window/epochs.hpp"
 #include "window/shared_control.hpp"
 #include "window/sync.hpp"
 
@@ -46,9 +47,13 @@ void SharedSync::barrier() {
   // setting up a wait.
   for (int look = 0; look < 64 && !control_->passed(round); ++look) cpu_relax();
   if (control_->passed(round)) return;
-  comm_->runtime().transport().wait_until(
-      [&] { return control_->passed(round); }, comm_->runtime().deadline(), comm_->members(),
-      [&] { return where_("fence", -1) + " (waiting for the other ranks to fence)"; }, bell());
+  comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
+                                          comm_->members(),
+                                          [&] {
+                                            return where_("fence", -1) + " (waiting for ranks " +
+                                                   Epochs::ranks_text(control_->missing(round)) + " to fence)";
+                                          },
+                                          bell());
 }
 
 void SharedSync::notify(Notice notice, const std::vector<int>& ranks) {
