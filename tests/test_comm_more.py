@@ -238,6 +238,10 @@ def test_allreduce_of_arrays(comm):
     big = np.full(1 << 20, comm.rank + 1, np.int64)
     comm.Allreduce(big)
     assert (big == n * (n + 1) // 2).all()
+    # Floating-point sums whose value depends on the order: every rank gets the same bits.
+    noisy = np.random.default_rng(comm.rank).random(100) * 10.0 ** np.arange(-50, 50)
+    comm.Allreduce(noisy)
+    assert len(set(comm.allgather(noisy.tobytes()))) == 1
 
 
 @pytest.mark.rma(**EVERYWHERE)
@@ -268,7 +272,7 @@ def test_array_reduction_arguments(comm):
         comm.Allreduce(np.ones(3), np.zeros(2))
     with pytest.raises(TypeError, match="comm.Allreduce: recvbuf must be a NumPy array"):
         comm.Allreduce(np.ones(3), [0, 0, 0])
-    with pytest.raises(ValueError, match="SUM does not reduce bool"):
+    with pytest.raises(ValueError, match="rma: comm.Allreduce: SUM does not reduce bool"):
         comm.Allreduce(np.ones(2, bool))
     with pytest.raises(TypeError, match="comm.Bcast: buf holds Python objects"):
         comm.Bcast(np.array([None]))
@@ -283,7 +287,7 @@ def test_ranks_reducing_arrays_of_different_sizes_are_told(comm):
     # past an array.
     data = np.ones(4 if comm.rank == 1 else 2)
     if comm.rank == 0:
-        with pytest.raises(ValueError, match="comm.Reduce: rank 0 reduces 2 elements but rank 1's part"):
+        with pytest.raises(ValueError, match="rma: comm.Reduce: rank 0 reduces 2 elements but rank 1 sent 4"):
             comm.Reduce(data, np.zeros(2))
     else:
         comm.Reduce(data)
@@ -301,3 +305,12 @@ def test_split_type_host_joins_the_ranks_of_this_machine(comm):
     window.free()
     with pytest.raises(ValueError, match="comm.split_type: kind must be \"host\", got 'numa'"):
         comm.split_type("numa")
+
+
+@pytest.mark.rma(nprocs=2)
+def test_allreduce_of_arrays_of_different_sizes_is_refused_on_both_sides(comm):
+    # Each rank of an exchange sees the other's size.
+    data = np.ones(3 if comm.rank == 1 else 2)
+    with pytest.raises(ValueError, match=rf"comm.Allreduce: rank {comm.rank} reduces {data.size} elements but rank"):
+        comm.Allreduce(data)
+    comm.barrier()

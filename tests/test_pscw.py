@@ -262,9 +262,10 @@ def test_a_deadlock_the_user_wrote_raises_after_the_deadline():
             except rma.RMATimeoutError as error:
                 print("target:", error)
     """)
-    assert "target: rma: win.wait" in out.stdout
+    # Each names its rank once, up front, then the call and whom it waits for.
+    assert "target: rma: rank 1: win.wait of window" in out.stdout
     assert "still waiting for win.complete from ranks [0]" in out.stdout
-    assert "origin: rma: comm.recv" in out.stdout
+    assert "origin: rma: rank 0: comm.recv (waiting for rank 1, tag 0) did not finish" in out.stdout
 
 
 def test_post_and_start_swapped_on_both_ranks_raises_after_the_deadline():

@@ -17,6 +17,7 @@ constexpr int32_t kGatherTag = -3;
 constexpr int32_t kScatterTag = -4;
 constexpr int32_t kAlltoallTag = -5;
 constexpr int32_t kReduceTag = -6;
+constexpr int32_t kAllreduceTag = -7;
 
 std::string rank_or_any(int rank) {
   return rank == Communicator::kAnySource ? "any rank" : "rank " + std::to_string(rank);
@@ -292,15 +293,28 @@ std::vector<Bytes> Communicator::alltoall(const std::vector<Bytes>& items, const
   return result;
 }
 
+void Communicator::check_reducible(ReduceOp op, ElementType type, const CallName& call) const {
+  if (!op_fits(op, type) || op == ReduceOp::Replace || op == ReduceOp::NoOp || element_size(type) == 0) {
+    throw UsageError("rma: " + call() + ": " + describe(op) + " does not reduce " + describe(type) + " elements");
+  }
+}
+
+void Communicator::check_same_size(const Bytes& incoming, const Bytes& mine, int source, size_t element_bytes,
+                                   const CallName& call) const {
+  if (incoming.size() == mine.size()) return;
+  throw UsageError("rma: " + call() + ": rank " + std::to_string(rank_) + " reduces " +
+                   std::to_string(mine.size() / element_bytes) + " elements but rank " + std::to_string(source) +
+                   " sent " + std::to_string(incoming.size() / element_bytes) +
+                   " (its own or combined with others'): every rank must pass the same number of elements");
+}
+
 Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
                            const CallName& call) {
   runtime_->require_active("comm.reduce");
   check_rank(root, "reduce", "root");
-  if (!op_fits(op, type) || op == ReduceOp::Replace || op == ReduceOp::NoOp) {
-    throw UsageError("rma: comm.reduce: " + describe(op) + " does not reduce " + describe(type) + " elements");
-  }
+  CallName named = call ? call : [] { return std::string("comm.reduce"); };
+  check_reducible(op, type, named);
   size_t element_bytes = element_size(type);
-  size_t count = element_bytes ? data.size() / element_bytes : 0;
   // Binomial tree towards root, in ranks relative to it: each rank combines its children's
   // partial results into its own, then sends that to its parent.
   int p = size();
@@ -313,15 +327,10 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
     }
     if (relative + mask < p) {
       int child = (relative + mask + root) % p;
-      Bytes incoming = wait_for(child, kReduceTag, "reduce", call);
-      if (incoming.size() != partial.size()) {
-        throw UsageError((call ? call() : std::string("comm.reduce")) + ": rank " + std::to_string(rank_) +
-                         " reduces " + std::to_string(count) + " elements but rank " + std::to_string(child) +
-                         "'s part of the tree holds " +
-                         std::to_string(incoming.size() / std::max<size_t>(element_bytes, 1)) +
-                         ": every rank must pass the same number of elements");
-      }
-      apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, count);
+      Bytes incoming = wait_for(child, kReduceTag, "reduce", named);
+      check_same_size(incoming, partial, child, element_bytes, named);
+      apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr,
+                         partial.size() / element_bytes);
     }
   }
   return partial;
@@ -330,8 +339,53 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
 Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call) {
   runtime_->require_active("comm.allreduce");
   CallName named = call ? call : [] { return std::string("comm.allreduce"); };
-  Bytes result = reduce(data, type, op, 0, named);
-  return bcast(std::move(result), 0, named);
+  check_reducible(op, type, named);
+  size_t element_bytes = element_size(type);
+  Bytes partial(data.begin(), data.end());
+  auto combine = [&](int source) {
+    Bytes incoming = wait_for(source, kAllreduceTag, "allreduce", named);
+    check_same_size(incoming, partial, source, element_bytes, named);
+    apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr,
+                       partial.size() / element_bytes);
+  };
+  // Recursive doubling: in step k each rank swaps its partial result with the rank 2^k away
+  // and combines, so everyone holds the whole result after log2(p) exchanges (half the steps of
+  // a reduce and a bcast, and no rank idles). Both sides of an exchange combine the same two
+  // values, and IEEE addition and multiplication commute, so every rank ends with the same bits.
+  // With p not a power of two, the first 2 * extra ranks pair up first (even into odd), and
+  // the even ones get the result back at the end.
+  int p = size();
+  int power = 1;
+  while (power * 2 <= p) power *= 2;
+  int extra = p - power;
+  int virtual_rank;
+  if (rank_ < 2 * extra) {
+    if (rank_ % 2 == 0) {
+      post(rank_ + 1, kAllreduceTag, partial);
+      virtual_rank = -1;
+    } else {
+      combine(rank_ - 1);
+      virtual_rank = rank_ / 2;
+    }
+  } else {
+    virtual_rank = rank_ - extra;
+  }
+  if (virtual_rank >= 0) {
+    for (int mask = 1; mask < power; mask <<= 1) {
+      int partner_virtual = virtual_rank ^ mask;
+      int partner = partner_virtual < extra ? partner_virtual * 2 + 1 : partner_virtual + extra;
+      post(partner, kAllreduceTag, partial);
+      combine(partner);
+    }
+  }
+  if (rank_ < 2 * extra) {
+    if (rank_ % 2 == 1) {
+      post(rank_ - 1, kAllreduceTag, partial);
+    } else {
+      partial = wait_for(rank_ + 1, kAllreduceTag, "allreduce", named);
+    }
+  }
+  return partial;
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {

@@ -103,7 +103,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<Bytes> alltoall(const std::vector<Bytes>& items, const CallName& call = {});
   // Element-wise reduction of every rank's elements (count of `type`, the same count on every
   // rank): the result on root (empty elsewhere), or on every rank for allreduce. The order of
-  // combination is fixed by the rank count, so every run gives the same floating-point result.
+  // combination is fixed by the rank count, so every run (and, for allreduce, every rank)
+  // gets the same floating-point result.
   Bytes reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root, const CallName& call = {});
   Bytes allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call = {});
 
@@ -121,6 +122,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Waits until a posted receive is filled; on an error the receive is left for the caller.
   void wait_filled(const MessageMatcher::Receive& receive, const char* own);
   int rank_of_world(int world_rank) const;
+  void check_reducible(ReduceOp op, ElementType type, const CallName& call) const;
+  // UsageError naming `call` unless a peer's part of a reduction has as many bytes as ours.
+  void check_same_size(const Bytes& incoming, const Bytes& mine, int source, size_t element_bytes,
+                       const CallName& call) const;
   Received received(Message&& message) const;
   std::vector<int> watched() const { return members_; }
 
