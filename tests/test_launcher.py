@@ -299,8 +299,8 @@ def test_failing_rank_stops_the_others(rank_program):
     assert_all_gone(pids)
 
 
-def test_traceback_is_repeated_under_its_rank(rank_program):
-    script, piddir = rank_program
+def test_traceback_without_rma_is_repeated_under_its_rank(rank_program):
+    script, piddir = rank_program  # a program that never calls rma.init()
     result = rmarun("-n", "3", script, piddir, "1=raise")
     assert result.returncode == 1
     summary = result.stderr.split("rmarun: rank 1 failed (exit status 1)", 1)
@@ -311,6 +311,35 @@ def test_traceback_is_repeated_under_its_rank(rank_program):
     assert "Traceback (most recent call last):" in tail
     assert "RuntimeError: distinctive failure of rank 1" in tail
     assert_all_gone(read_pids(piddir, 6, within=1))
+
+
+def test_a_rma_ranks_traceback_appears_once_under_its_label():
+    code = "import rma\ncomm = rma.init()\nif comm.rank == 1:\n    raise ValueError('only once')\ncomm.barrier()\n"
+    result = rmarun("-n", "3", "-c", code)
+    assert result.returncode == 1
+    assert result.stderr.count("ValueError: only once") == 1, result.stderr
+    label = result.stderr.index("rma: rank 1 ended with an uncaught exception:")
+    assert label < result.stderr.index("[rank 1] Traceback (most recent call last):")
+    assert "[rank 1] ValueError: only once" in result.stderr
+    assert "rmarun: rank 1 failed (exit status 1); stopping the other ranks (its traceback is above)" in result.stderr
+
+
+def test_timeout_shows_where_each_rma_rank_stood(tmp_path):
+    # Rank 2 never comes to the barrier: rmarun's timeout interrupts every rank, and each shows
+    # its traceback under its label: ranks 0 and 1 in the barrier, rank 2 in its sleep.
+    script = tmp_path / "late.py"
+    script.write_text("import time, rma\ncomm = rma.init()\nif comm.rank == 2:\n    time.sleep(60)\ncomm.barrier()\n")
+    start = time.monotonic()
+    result = rmarun("-n", "3", "--timeout", "2", str(script))
+    assert result.returncode == 124, result.stderr
+    assert time.monotonic() - start < 10
+    assert "ranks still running: 0, 1, 2; interrupting them" in result.stderr
+    for rank in range(3):
+        assert f"rma: rank {rank} ended with an uncaught exception:" in result.stderr
+        shown = [line for line in result.stderr.splitlines() if line.startswith(f"[rank {rank}] ")]
+        assert shown[0] == f"[rank {rank}] Traceback (most recent call last):", result.stderr
+        assert shown[-1] == f"[rank {rank}] KeyboardInterrupt", result.stderr
+        assert f"[rank {rank}]     {'time.sleep(60)' if rank == 2 else 'comm.barrier()'}" in shown, result.stderr
 
 
 def test_rank_killed_by_a_signal(rank_program):

@@ -14,11 +14,13 @@ import signal
 import socket
 import sys
 import threading
+import traceback as tracebacks
 
 from .._native import _core
 from ..comm import Comm
 from ..errors import BootstrapError, RMAError
 from .shm_files import remove_stale_shm_files
+from .spawn import traceback_label
 
 __all__ = ["init", "finalize", "is_initialized", "provider", "requested_transport", "transport_setting"]
 
@@ -242,6 +244,17 @@ def _install_exit_hooks() -> None:
     def note_failure(kind, value, traceback):
         global _failed
         _failed = True
+        if os.environ.get("RMA_LAUNCHER") == "rmarun" and _job is not None:
+            # Among the other ranks' output (rmarun relays line by line), the traceback comes
+            # under its rank's label, each line marked with the rank.
+            rank = _job.world.rank
+            if previous_hook is sys.__excepthook__:
+                lines = tracebacks.format_exception(kind, value, traceback)
+                text = "".join(f"[rank {rank}] {line}" for line in "".join(lines).splitlines(True))
+                sys.stderr.write(f"{traceback_label(rank)}\n{text}")
+                sys.stderr.flush()
+                return
+            print(traceback_label(rank), file=sys.stderr, flush=True)
         previous_hook(kind, value, traceback)
 
     sys.excepthook = note_failure

@@ -12,7 +12,19 @@ import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 
-__all__ = ["rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit"]
+__all__ = [
+    "rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit",
+    "traceback_label",
+]  # fmt: skip
+
+
+def traceback_label(rank: int) -> str:
+    """The line a rank of rmarun prints above its uncaught exception's traceback.
+
+    rmarun looks for it in a failed rank's output: found, the traceback was shown under its
+    rank's label already and is not repeated in the failure report.
+    """
+    return f"rma: rank {rank} ended with an uncaught exception:"
 
 
 def rank_environment(

@@ -17,7 +17,15 @@ import threading
 import time
 
 from .._job.shm_files import cleanup_shm_files
-from .._job.spawn import describe_exit, exit_status, killpg, live_groups, rank_environment, start_rank
+from .._job.spawn import (
+    describe_exit,
+    exit_status,
+    killpg,
+    live_groups,
+    rank_environment,
+    start_rank,
+    traceback_label,
+)
 from .._job.store_server import StoreServer
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
@@ -159,9 +167,12 @@ class Job:
                     say(
                         f"timeout after {self.args.timeout:g} s; ranks still running: "
                         + ", ".join(map(str, sorted(running)))
+                        + "; interrupting them: each Python rank shows where it stood"
                     )
                     exit_code = 124
-                    stopping, kill_at = True, self._stop(signal.SIGTERM)
+                    # SIGINT, as Ctrl-C: a Python rank's blocked call ends with KeyboardInterrupt,
+                    # whose traceback comes under the rank's label (rma.init's excepthook).
+                    stopping, kill_at = True, self._stop(signal.SIGINT)
                 continue
 
             if kind == "exit":
@@ -249,14 +260,16 @@ class Job:
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _report(self, cause: _Rank) -> None:
-        """Print the failure summary: which rank failed and the end of its stderr."""
-        lines = [
-            f"{PROG}: rank {cause.rank} failed ({describe_exit(cause.returncode)})"
-            + ("; stopping the other ranks" if self.stopped_others else ""),
-            f"{PROG}: ---- rank {cause.rank} stderr (last lines) ----",
-        ]
-        text = "\n".join(lines) + "\n"
+        """Print the failure summary: which rank failed and, unless its traceback was shown
+        under its rank's label already, the end of its stderr."""
+        summary = f"{PROG}: rank {cause.rank} failed ({describe_exit(cause.returncode)})" + (
+            "; stopping the other ranks" if self.stopped_others else ""
+        )
         tail = b"".join(cause.tail)
+        if traceback_label(cause.rank).encode() in tail:
+            self.stderr.write(f"{summary} (its traceback is above)\n".encode())
+            return
+        text = f"{summary}\n{PROG}: ---- rank {cause.rank} stderr (last lines) ----\n"
         if tail and not tail.endswith(b"\n"):
             tail += b"\n"
         if not tail:
