@@ -50,7 +50,29 @@ def iterations(size: int) -> int:
     return max(20, min(1000, (8 << 20) // max(size, 1) // 4))
 
 
-class Rma:
+class SameSpelling:
+    """The communicator calls that rma and mpi4py spell alike (self.comm is either's)."""
+
+    def bcast(self, value):
+        return self.comm.bcast(value)
+
+    def allreduce(self, value):
+        return self.comm.allreduce(value)
+
+    def Allreduce(self, data, result):  # noqa: N802
+        self.comm.Allreduce(data, result)
+
+    def scatter(self, values):
+        return self.comm.scatter(values)
+
+    def alltoall(self, values):
+        return self.comm.alltoall(values)
+
+    def sendrecv(self, value, dest, source):
+        return self.comm.sendrecv(value, dest, source=source)
+
+
+class Rma(SameSpelling):
     """The cases' calls with rma."""
 
     def __init__(self) -> None:
@@ -114,24 +136,6 @@ class Rma:
     def free(self, win):
         win.free()
 
-    def bcast(self, value):
-        return self.comm.bcast(value)
-
-    def allreduce(self, value):
-        return self.comm.allreduce(value)
-
-    def Allreduce(self, data, result):  # noqa: N802
-        self.comm.Allreduce(data, result)
-
-    def scatter(self, values):
-        return self.comm.scatter(values)
-
-    def alltoall(self, values):
-        return self.comm.alltoall(values)
-
-    def sendrecv(self, value, dest, source):
-        return self.comm.sendrecv(value, dest, source=source)
-
     def isend_irecv(self, value, dest, source):
         receive = self.comm.irecv(source)
         self.comm.isend(value, dest).wait()
@@ -141,7 +145,7 @@ class Rma:
         self.comm.split_type("host")
 
 
-class Mpi4py:
+class Mpi4py(SameSpelling):
     """The same calls with mpi4py."""
 
     def __init__(self) -> None:
@@ -204,24 +208,6 @@ class Mpi4py:
 
     def free(self, win):
         win.Free()
-
-    def bcast(self, value):
-        return self.comm.bcast(value)
-
-    def allreduce(self, value):
-        return self.comm.allreduce(value)
-
-    def Allreduce(self, data, result):  # noqa: N802
-        self.comm.Allreduce(data, result)
-
-    def scatter(self, values):
-        return self.comm.scatter(values)
-
-    def alltoall(self, values):
-        return self.comm.alltoall(values)
-
-    def sendrecv(self, value, dest, source):
-        return self.comm.sendrecv(value, dest, source=source)
 
     def isend_irecv(self, value, dest, source):
         receive = self.comm.irecv(source=source)
