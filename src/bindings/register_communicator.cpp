@@ -187,6 +187,5 @@ void register_communicator(py::module_& m) {
             }
             return to_python(received);
           },
-          "(data, source, tag), waiting for the message.")
-      .def_property_readonly("collected", &rma::PendingReceive::collected);
+          "(data, source, tag), waiting for the message.");
 }

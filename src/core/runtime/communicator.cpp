@@ -152,32 +152,31 @@ void Communicator::wait_filled(const MessageMatcher::Receive& receive, const cha
   if (matcher.filled(receive)) return;
   // A receive from any rank may be waiting for any member: every death ends it.
   std::vector<int> watch = receive.source == kAnySource ? watched() : std::vector<int>{receive.source};
-  runtime_->transport().wait_until(
-      [&] { return matcher.filled(receive); }, runtime_->deadline(), watch,
-      [&] {
-        int source = receive.source == MessageMatcher::kAnySource ? kAnySource : rank_of_world(receive.source);
-        return std::string("comm.") + own + " (waiting for " + rank_or_any(source) + ", " +
-               (receive.tag == MessageMatcher::kAnyUserTag ? std::string("any tag")
-                                                           : "tag " + std::to_string(receive.tag)) +
-               ")";
-      });
+  wait_until([&] { return matcher.filled(receive); }, watch,
+             [&] {
+               int source = receive.source == MessageMatcher::kAnySource ? kAnySource : rank_of_world(receive.source);
+               return std::string("comm.") + own + " (waiting for " + rank_or_any(source) + ", " +
+                      (receive.tag == MessageMatcher::kAnyUserTag ? std::string("any tag")
+                                                                  : "tag " + std::to_string(receive.tag)) +
+                      ")";
+             });
+}
+
+std::shared_ptr<MessageMatcher::Receive> Communicator::post_receive(int source, int tag) {
+  // The matcher speaks world ranks and its own wildcards.
+  return runtime_->matcher().post(context_, source == kAnySource ? MessageMatcher::kAnySource : members_[source],
+                                  tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag);
 }
 
 Received Communicator::recv(int source, int tag, const char* call) {
   check_receive(source, tag, call);
-  PendingReceive pending(
-      shared_from_this(), call,
-      runtime_->matcher().post(context_, source == kAnySource ? MessageMatcher::kAnySource : members_[source],
-                               tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag));
+  PendingReceive pending(shared_from_this(), call, post_receive(source, tag));
   return pending.wait();
 }
 
 std::shared_ptr<PendingReceive> Communicator::irecv(int source, int tag) {
   check_receive(source, tag, "irecv");
-  return std::make_shared<PendingReceive>(
-      shared_from_this(), "irecv request's wait",
-      runtime_->matcher().post(context_, source == kAnySource ? MessageMatcher::kAnySource : members_[source],
-                               tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag));
+  return std::make_shared<PendingReceive>(shared_from_this(), "irecv request's wait", post_receive(source, tag));
 }
 
 PendingReceive::PendingReceive(std::shared_ptr<Communicator> comm, const char* call,
@@ -299,13 +298,17 @@ void Communicator::check_reducible(ReduceOp op, ElementType type, const CallName
   }
 }
 
-void Communicator::check_same_size(const Bytes& incoming, const Bytes& mine, int source, size_t element_bytes,
-                                   const CallName& call) const {
-  if (incoming.size() == mine.size()) return;
-  throw UsageError("rma: " + call() + ": rank " + std::to_string(rank_) + " reduces " +
-                   std::to_string(mine.size() / element_bytes) + " elements but rank " + std::to_string(source) +
-                   " sent " + std::to_string(incoming.size() / element_bytes) +
-                   " (its own or combined with others'): every rank must pass the same number of elements");
+void Communicator::combine_from(int source, int32_t tag, Bytes& partial, ElementType type, ReduceOp op, const char* own,
+                                const CallName& call) {
+  Bytes incoming = wait_for(source, tag, own, call);
+  size_t element_bytes = element_size(type);
+  if (incoming.size() != partial.size()) {
+    throw UsageError("rma: " + call() + ": rank " + std::to_string(rank_) + " reduces " +
+                     std::to_string(partial.size() / element_bytes) + " elements but rank " + std::to_string(source) +
+                     " sent " + std::to_string(incoming.size() / element_bytes) +
+                     " (its own or combined with others'): every rank must pass the same number of elements");
+  }
+  apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, partial.size() / element_bytes);
 }
 
 Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
@@ -314,7 +317,6 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
   check_rank(root, "reduce", "root");
   CallName named = call ? call : [] { return std::string("comm.reduce"); };
   check_reducible(op, type, named);
-  size_t element_bytes = element_size(type);
   // Binomial tree towards root, in ranks relative to it: each rank combines its children's
   // partial results into its own, then sends that to its parent.
   int p = size();
@@ -327,10 +329,7 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
     }
     if (relative + mask < p) {
       int child = (relative + mask + root) % p;
-      Bytes incoming = wait_for(child, kReduceTag, "reduce", named);
-      check_same_size(incoming, partial, child, element_bytes, named);
-      apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr,
-                         partial.size() / element_bytes);
+      combine_from(child, kReduceTag, partial, type, op, "reduce", named);
     }
   }
   return partial;
@@ -340,14 +339,8 @@ Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type,
   runtime_->require_active("comm.allreduce");
   CallName named = call ? call : [] { return std::string("comm.allreduce"); };
   check_reducible(op, type, named);
-  size_t element_bytes = element_size(type);
   Bytes partial(data.begin(), data.end());
-  auto combine = [&](int source) {
-    Bytes incoming = wait_for(source, kAllreduceTag, "allreduce", named);
-    check_same_size(incoming, partial, source, element_bytes, named);
-    apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr,
-                       partial.size() / element_bytes);
-  };
+  auto combine = [&](int source) { combine_from(source, kAllreduceTag, partial, type, op, "allreduce", named); };
   // Recursive doubling: in step k each rank swaps its partial result with the rank 2^k away
   // and combines, so everyone holds the whole result after log2(p) exchanges (half the steps of
   // a reduce and a bcast, and no rank idles). Both sides of an exchange combine the same two

@@ -46,7 +46,6 @@ class PendingReceive {
   bool test();
   // The message, waiting for it as recv does. Once only.
   Received wait();
-  bool collected() const noexcept { return collected_; }
 
  private:
   std::shared_ptr<Communicator> comm_;
@@ -123,9 +122,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void wait_filled(const MessageMatcher::Receive& receive, const char* own);
   int rank_of_world(int world_rank) const;
   void check_reducible(ReduceOp op, ElementType type, const CallName& call) const;
-  // UsageError naming `call` unless a peer's part of a reduction has as many bytes as ours.
-  void check_same_size(const Bytes& incoming, const Bytes& mine, int source, size_t element_bytes,
-                       const CallName& call) const;
+  // Waits for `source`'s part of a reduction (tag) and combines it into `partial`; UsageError
+  // naming `call` unless it has as many bytes as ours.
+  void combine_from(int source, int32_t tag, Bytes& partial, ElementType type, ReduceOp op, const char* own,
+                    const CallName& call);
+  // Posts a user's receive (source and tag as recv takes them) in the matcher.
+  std::shared_ptr<MessageMatcher::Receive> post_receive(int source, int tag);
   Received received(Message&& message) const;
   std::vector<int> watched() const { return members_; }
 

@@ -37,8 +37,6 @@ class Backoff {
     idle_since_ = Clock::time_point{};
     sleep_us_ = kFirstSleepUs;
   }
-  // Whether idle() has spun its spinning phase out.
-  bool spun() const { return idle_since_ != Clock::time_point{} && Clock::now() - idle_since_ >= spin_; }
   // Whether idle() has reached its sleeping phase (past spinning and yielding).
   bool sleeping() const { return idle_since_ != Clock::time_point{} && Clock::now() - idle_since_ >= yield_; }
 
