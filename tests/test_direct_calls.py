@@ -13,7 +13,7 @@ import pytest
 
 import rma
 
-EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm"])
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4])
 
 
 @pytest.mark.rma(**EVERYWHERE)

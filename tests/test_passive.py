@@ -10,12 +10,12 @@ import pytest
 
 import rma
 
-EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
-SEVERAL = dict(nprocs=[3, 4], providers=["shm", "tcp"])
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
+SEVERAL = dict(nprocs=[3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bulletin_board.py")
 
 
-@pytest.mark.rma(nprocs=8, providers=["shm", "tcp"], timeout=120)
+@pytest.mark.rma(nprocs=8, transports=["shared-memory", "libfabric"], providers=["shm", "tcp"], timeout=120)
 def test_exclusive_lock_counter_contention(comm):
     # A read-modify-write that is not atomic by itself: only the lock makes the total exact.
     win = rma.Window.allocate(comm, 1, np.int64)
@@ -125,7 +125,7 @@ def test_a_writer_is_not_starved_by_a_stream_of_readers(comm):
     win.free()
 
 
-@pytest.mark.rma(nprocs=2, providers=["shm", "tcp"])
+@pytest.mark.rma(nprocs=2, transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 @pytest.mark.parametrize("busy", ["compute", "sleep", "recv"])
 def test_passive_progress_with_a_busy_target(comm, busy):
     win = rma.Window.allocate(comm, 1000, np.float64)

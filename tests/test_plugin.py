@@ -118,9 +118,9 @@ def test_nprocs_list_runs_once_per_size(project):
     result, _ = project.run("-v", "-rP")
     result.assert_outcomes(passed=4, warnings=0)
     for n in (1, 2, 3):
-        result.stdout.fnmatch_lines([f"*test_ranks?nprocs={n}? PASSED*"])
+        result.stdout.fnmatch_lines([f"*test_ranks?nprocs{n}? PASSED*"])
         # Each item ran on as many ranks as its id says.
-        result.stdout.fnmatch_lines([f"*_ test_ranks?nprocs={n}? _*", "*Captured stdout rank 0 call*", f"size={n}"])
+        result.stdout.fnmatch_lines([f"*_ test_ranks?nprocs{n}? _*", "*Captured stdout rank 0 call*", f"size={n}"])
     # A scalar nprocs adds no id.
     result.stdout.fnmatch_lines(["*test_sizes.py::test_scalar PASSED*"])
 
@@ -151,47 +151,74 @@ def test_parametrize_values_reach_the_ranks(project):
     result.stdout.fnmatch_lines(["*test_x?1? PASSED*", "*test_x?2? PASSED*"])
 
 
-def test_providers(project):
+def test_transports_and_providers_switch_the_data_path(project):
     project.write(
-        "test_prov.py",
+        "test_paths.py",
         """
         import os
+        import numpy as np
         import pytest
+        import rma
 
-        @pytest.mark.rma(nprocs=[1, 2], providers=["shm", "tcp"])
+        @pytest.mark.rma(nprocs=[1, 2], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
         def test_p(comm):
-            assert comm.allgather(comm.rank) == list(range(comm.size))
-            print("provider", os.environ["RMA_PROVIDER"])
+            win = rma.Window.allocate(comm, 4, dtype="i8")
+            # The window's own data path, not only the variables, is what the id says.
+            assert win.transport == os.environ["RMA_TRANSPORT"]
+            win.local[:] = comm.rank
+            win.fence()
+            win.put(np.full(4, comm.rank), (comm.rank + 1) % comm.size)
+            win.fence()
+            assert list(win.local) == [(comm.rank - 1) % comm.size] * 4
+            win.free()
+            print("path", win.transport, os.environ.get("RMA_PROVIDER"))
+
+        @pytest.mark.rma(nprocs=2, providers=["shm", "tcp"])
+        def test_providers_alone(comm):
+            # A provider is libfabric's: naming one puts the data through libfabric.
+            win = rma.Window.allocate(comm, 1)
+            assert win.transport == "libfabric"
+            win.free()
         """,
     )
     result, _ = project.run("-v", "-rP")
-    result.assert_outcomes(passed=4, warnings=0)
-    for provider in ("shm", "tcp"):
+    result.assert_outcomes(passed=6 + 2, warnings=0)
+    # Shared memory takes no provider: one variant, however many providers are listed.
+    for variant, printed in (
+        ("shared-memory", "shared-memory None"),
+        ("libfabric-shm", "libfabric shm"),
+        ("libfabric-tcp", "libfabric tcp"),
+    ):
         for n in (1, 2):
-            result.stdout.fnmatch_lines([f"*test_p?provider={provider}-nprocs={n}? PASSED*"])
+            result.stdout.fnmatch_lines([f"*test_p?{variant}-nprocs{n}? PASSED*"])
             result.stdout.fnmatch_lines(
-                [
-                    f"*_ test_p?provider={provider}-nprocs={n}? _*",
-                    "*Captured stdout rank 0 call*",
-                    f"provider {provider}",
-                ]
+                [f"*_ test_p?{variant}-nprocs{n}? _*", "*Captured stdout rank 0 call*", f"path {printed}"]
             )
+    result.stdout.fnmatch_lines(["*test_providers_alone?shm? PASSED*", "*test_providers_alone?tcp? PASSED*"])
+
+    # The ids are words -k accepts.
+    result, _ = project.run("-v", "-k", "libfabric-tcp and nprocs2")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_p?libfabric-tcp-nprocs2? PASSED*"])
 
 
-def test_default_provider_is_the_environments(project, monkeypatch):
+def test_default_data_path_is_the_environments(project, monkeypatch):
     project.write(
         "test_env_provider.py",
         """
         import os
         import pytest
+        import rma
 
         @pytest.mark.rma(nprocs=2)
         def test_default(comm):
             assert os.environ["RMA_PROVIDER"] == "tcp"
+            assert rma.Window.allocate(comm, 1).transport == "shared-memory"
 
         @pytest.mark.rma(nprocs=2, providers="shm")
         def test_explicit(comm):
             assert os.environ["RMA_PROVIDER"] == "shm"
+            assert rma.Window.allocate(comm, 1).transport == "libfabric"
         """,
     )
     monkeypatch.setenv("RMA_PROVIDER", "tcp")
@@ -199,6 +226,26 @@ def test_default_provider_is_the_environments(project, monkeypatch):
     result.assert_outcomes(passed=2)
     # A single provider adds no id.
     result.stdout.fnmatch_lines(["*::test_explicit PASSED*"])
+
+    # The environment's transport holds where the marker names none.
+    monkeypatch.setenv("RMA_TRANSPORT", "libfabric")
+    project.write(
+        "test_env_transport.py",
+        """
+        import pytest
+        import rma
+
+        @pytest.mark.rma(nprocs=2)
+        def test_default(comm):
+            assert rma.Window.allocate(comm, 1).transport == "libfabric"
+
+        @pytest.mark.rma(nprocs=2, transports="shared-memory")
+        def test_marked(comm):
+            assert rma.Window.allocate(comm, 1).transport == "shared-memory"
+        """,
+    )
+    result, _ = project.run("-v", "test_env_transport.py")
+    result.assert_outcomes(passed=2)
 
 
 def test_pool_that_cannot_start(project):
@@ -223,10 +270,49 @@ def test_pool_that_cannot_start(project):
     result, _ = project.run()
     result.assert_outcomes(failed=2, passed=1)
     result.stdout.fnmatch_lines(
-        ["*could not start 2 rank(s) with provider *no-such-provider*", "*failed to join the job*", "Traceback*"]
+        [
+            "*could not start 2 rank(s) through libfabric (provider no-such-provider)*",
+            "*failed to join the job*",
+            "Traceback*",
+        ]
     )
     # The second test does not try again.
-    result.stdout.fnmatch_lines(["*the pool of 2 rank(s) with provider *failed to start earlier in this session*"])
+    result.stdout.fnmatch_lines(
+        ["*the pool of 2 rank(s) through libfabric (provider no-such-provider) failed to start earlier*"]
+    )
+
+
+def test_slow_pool_start_shows_progress(project, monkeypatch):
+    # Every rank takes 3 s to start: the session says what it waits for meanwhile.
+    project.write(
+        "slow_start/sitecustomize.py",
+        """
+        import os
+        import time
+
+        if "RMA_TEST_FILES" in os.environ:  # only in the plugin's ranks
+            time.sleep(3)
+        """,
+    )
+    monkeypatch.setenv("PYTHONPATH", str(project.pytester.path / "slow_start"))
+    project.write(
+        "test_slow_start.py",
+        """
+        import pytest
+
+        @pytest.mark.rma(nprocs=2, transports="libfabric")
+        def test_started(comm):
+            assert comm.allgather(comm.rank) == [0, 1]
+        """,
+    )
+    result, _ = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rma: starting 2 rank(s) through libfabric: 0 of 2 joined after 2.0 s",
+            "rma: starting 2 rank(s) through libfabric: ready after *.* s",
+        ]
+    )
 
 
 def test_class_methods_and_conftest_helpers(project):
@@ -326,7 +412,7 @@ def test_skip_and_xfail_on_the_ranks(project):
 # failures
 
 
-def test_failure_on_one_rank(project):
+def test_failure_on_one_rank(project, monkeypatch):
     project.write(
         "test_fail.py",
         """
@@ -342,9 +428,14 @@ def test_failure_on_one_rank(project):
             comm.barrier()
         """,
     )
-    result, _ = project.run()
+    monkeypatch.setenv("COLUMNS", "200")  # a summary line as wide as it needs
+    result, _ = project.run("-ra")
     result.assert_outcomes(failed=1, passed=1, warnings=0)
     text = output(result)
+    # The summary line says what failed, not only where.
+    result.stdout.fnmatch_lines(
+        ["FAILED test_fail.py::test_one_fails - Failed: rank 1 failed: AssertionError: rank one is unhappy"]
+    )
     result.stdout.fnmatch_lines(
         [
             "*rank 1 failed*",
@@ -383,7 +474,7 @@ def test_failure_while_others_wait(project):
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
-            "*rank 2 failed*",
+            "*rank 2 failed: RuntimeError: rank two gives up",
             "*ranks 0, 1 still running*stopped*",
             "---- rank 2 ----",
             "*RuntimeError: rank two gives up",
@@ -566,6 +657,31 @@ def test_marker_misuse_is_reported(project):
     result.stdout.fnmatch_lines(["*test_typo*unknown argument(s) nproc*"])
     result.stdout.fnmatch_lines(["*test_zero*nprocs must be a positive integer*not 0*"])
 
+    project.write(
+        "paths/test_transport.py",
+        """
+        import pytest
+
+        @pytest.mark.rma(nprocs=2, transports="shm")
+        def test_transport_typo(comm):
+            pass
+        """,
+    )
+    project.write(
+        "paths/test_provider.py",
+        """
+        import pytest
+
+        @pytest.mark.rma(nprocs=2, transports="shared-memory", providers="tcp")
+        def test_provider_without_libfabric(comm):
+            pass
+        """,
+    )
+    result, _ = project.run("paths")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(['*test_transport_typo*transports must be "shared-memory" or "libfabric"*not \'shm\'*'])
+    result.stdout.fnmatch_lines(['*test_provider_without_libfabric*providers are libfabric\'s: add "libfabric"*'])
+
     project.write("test_unmarked.py", "def test_no_marker(comm):\n    pass\n")
     result, _ = project.run("test_unmarked.py")
     result.assert_outcomes(errors=1)
@@ -595,20 +711,20 @@ def test_ordering_groups_pools_and_keeps_other_tests(project):
     result.stdout.fnmatch_lines(
         [
             # rma items move among the places rma items had; test_plain keeps its own.
-            "*test_a?nprocs=1? PASSED*",
-            "*test_b?nprocs=1? PASSED*",
+            "*test_a?nprocs1? PASSED*",
+            "*test_b?nprocs1? PASSED*",
             "*test_plain PASSED*",
-            "*test_a?nprocs=2? PASSED*",
-            "*test_b?nprocs=2? PASSED*",
+            "*test_a?nprocs2? PASSED*",
+            "*test_b?nprocs2? PASSED*",
         ]
     )
     result, _ = project.run("-v", "--rma-keep-order")
     result.stdout.fnmatch_lines(
         [
-            "*test_a?nprocs=1? PASSED*",
-            "*test_a?nprocs=2? PASSED*",
+            "*test_a?nprocs1? PASSED*",
+            "*test_a?nprocs2? PASSED*",
             "*test_plain PASSED*",
-            "*test_b?nprocs=1? PASSED*",
+            "*test_b?nprocs1? PASSED*",
         ]
     )
 
@@ -723,3 +839,48 @@ def test_interrupted_session_leaves_no_workers(project, sig):
     assert _wait_for(lambda: project.plugin_files() == [], 5)
     leftovers = [f for f in os.listdir("/dev/shm") if any(f.startswith(f"{pid}:") for pid in pids)]
     assert leftovers == []
+
+
+def test_ctrl_c_shows_where_each_rank_stood(project):
+    flag = project.pytester.path / "started"
+    project.write(
+        "test_stuck.py",
+        f"""
+        import pathlib
+        import time
+        import pytest
+
+        def rank_two_sleeps(comm):
+            if comm.rank == 2:
+                time.sleep(60)
+            comm.barrier()
+
+        @pytest.mark.rma(nprocs=3, timeout=60)
+        def test_stuck(comm):
+            if comm.rank == 0:
+                pathlib.Path({str(flag)!r}).write_text("started")
+            rank_two_sleeps(comm)
+        """,
+    )
+    proc = _start_session(project)
+    try:
+        assert _wait_for(flag.exists, 30), "the test never started"
+        time.sleep(0.3)  # into the barrier and the sleep
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = out.decode()
+    assert "KeyboardInterrupt" in text
+    lines = text.splitlines()
+    start = lines.index("rma: test_stuck.py::test_stuck interrupted; where its ranks stood:")
+    stacks = "\n".join(lines[start:])
+    for rank in range(3):
+        assert f"---- rank {rank} ----" in stacks
+        assert f'[rank {rank}]   File "{project.pytester.path / "test_stuck.py"}", line 15 in test_stuck' in stacks
+    # Each stands where it is blocked: two in the barrier, rank 2 in its sleep.
+    assert stacks.count("in barrier") == 2
+    assert '[rank 2]   File "' in stacks and "line 8 in rank_two_sleeps" in stacks
+    assert live_workers(project.tmpdir) == []

@@ -10,7 +10,7 @@ import pytest
 
 import rma
 
-SEVERAL = dict(nprocs=[2, 3, 4], providers=["shm", "tcp"])
+SEVERAL = dict(nprocs=[2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 
 
 @pytest.mark.rma(**SEVERAL)
@@ -141,7 +141,7 @@ def test_test_polls_until_the_epoch_ends(comm):
     win.free()
 
 
-@pytest.mark.rma(nprocs=[1, 2, 3], providers=["shm", "tcp"])
+@pytest.mark.rma(nprocs=[1, 2, 3], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 def test_empty_groups_and_self(comm):
     win = rma.Window.allocate(comm, 2, np.int64)
     with win.post([]):

@@ -16,7 +16,7 @@ import pytest
 
 import rma
 
-EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 
 
 @pytest.mark.rma(**EVERYWHERE)
@@ -52,7 +52,7 @@ def test_allocate_shared_views_every_rank_including_empty_ones(comm):
     win.free()
 
 
-@pytest.mark.rma(nprocs=[1, 3], providers=["shm"])
+@pytest.mark.rma(nprocs=[1, 3])
 def test_segment_names_do_not_outlive_creation(comm):
     win = rma.Window.allocate_shared(comm, 16, np.uint8)
     comm.barrier()
@@ -66,7 +66,7 @@ def test_segment_names_do_not_outlive_creation(comm):
     win.free()
 
 
-@pytest.mark.rma(nprocs=[2, 4], providers=["shm"])
+@pytest.mark.rma(nprocs=[2, 4])
 def test_accumulates_without_a_lock_free_atomic_stay_exact(comm):
     # complex128 has no lock-free CPU atomic here, and a raw uint8 window may hold misaligned
     # elements: such calls go to the target as messages, so concurrent updates still add up.
@@ -91,7 +91,7 @@ def _cpu_seconds():
 
 
 @pytest.mark.skipif(os.environ.get("RMA_TRANSPORT") == "libfabric", reason="libfabric windows' waits poll the fabric")
-@pytest.mark.rma(nprocs=8, providers=["shm"], timeout=60)
+@pytest.mark.rma(nprocs=8, timeout=60)
 @pytest.mark.parametrize("waiting_in", ["lock", "wait"])
 def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
     # Rank 0 keeps 7 ranks waiting for 1.5 s, in win.lock or in win.wait; together they may
@@ -164,7 +164,7 @@ wins[0].fence()
     assert _files_of(pids) == []
 
 
-@pytest.mark.rma(nprocs=[1, 2, 3, 4], providers=["shm"])
+@pytest.mark.rma(nprocs=[1, 2, 3, 4])
 def test_create_windows_copy_between_processes(comm):
     # A window over the caller's own array: peers write and read it with process_vm_writev
     # and readv, contiguous runs and strided regions alike, and it synchronizes in shared memory.
@@ -193,7 +193,7 @@ def test_create_windows_copy_between_processes(comm):
     win.free()
 
 
-@pytest.mark.rma(nprocs=[2, 3], providers=["shm"])
+@pytest.mark.rma(nprocs=[2, 3])
 def test_a_non_dumpable_target_still_gets_its_data(comm):
     # process_vm_writev needs ptrace rights over the target, which a non-dumpable process
     # refuses to a process without CAP_SYS_PTRACE: calls to it then go through libfabric, with

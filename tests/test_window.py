@@ -8,7 +8,7 @@ import pytest
 
 import rma
 
-EVERYWHERE = dict(nprocs=[1, 2, 3, 4], providers=["shm", "tcp"])
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 # Every test runs its ranks on this host: shared memory, unless CI's second pass turns it off.
 _EXPECTED_TRANSPORT = "libfabric" if os.environ.get("RMA_TRANSPORT") == "libfabric" else "shared-memory"
 SENTINEL = -7

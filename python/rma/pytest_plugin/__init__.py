@@ -11,11 +11,16 @@ Installing rma registers this plugin.  Mark a test and take the ``comm`` fixture
 Marker keywords:
 
 * ``nprocs``: the number of ranks (default 1), or a list of them: ``nprocs=[1, 2, 4]``
-  runs the test once per size, with ids like ``test_ring[nprocs=2]``.
-* ``providers``: ``"shm"``, ``"tcp"`` or a list of them (default: the automatic choice,
-  or RMA_PROVIDER of the environment); a list runs the test once per provider, with
-  ids like ``test_ring[provider=tcp-nprocs=2]``.  The ranks' RMA_PROVIDER is the
-  provider as marked.
+  runs the test once per size, with ids like ``test_ring[nprocs2]``.
+* ``transports``: ``"shared-memory"``, ``"libfabric"`` or a list of them (default: the
+  environment's RMA_TRANSPORT, else the automatic choice); the ranks' RMA_TRANSPORT, so that
+  windows and messages take that data path.
+* ``providers``: a libfabric provider (``"shm"``, ``"tcp"``) or a list of them (default: the
+  environment's RMA_PROVIDER, else the automatic choice); the ranks' RMA_PROVIDER.  A provider
+  is libfabric's: without ``transports``, naming one means ``transports="libfabric"``; with
+  both, shared memory runs once and libfabric once per provider.
+  Lists make ids of words that ``-k`` takes: ``test_ring[shared-memory-nprocs2]``,
+  ``test_ring[libfabric-tcp-nprocs2]``.
 * ``timeout``: seconds the ranks may take (default 60; ``--rma-timeout`` or the ini
   option ``rma_timeout`` change the default, 0 meaning none).  Starting the ranks
   does not count.
@@ -25,7 +30,7 @@ not take ``comm`` (``rma.init()`` on a rank returns the ranks' world communicato
 ``comm`` in an unmarked test is an error.
 
 The test function runs on every rank of a pool of worker processes (kept between
-tests, one pool per rank count and provider) with ``comm``, a communicator of those
+tests, one pool per rank count and data path) with ``comm``, a communicator of those
 ranks made fresh for each test.  Its other arguments (``@pytest.mark.parametrize``
 values, fixtures such as ``tmp_path``) are computed in the pytest process and sent
 to the ranks pickled; fixtures themselves run in the pytest process only, and so do
@@ -33,13 +38,15 @@ xunit-style setup methods.  The ranks see the pytest process's working directory
 environment, sys.path and warning filters as they were at the call.
 
 Reporting: a failure on any rank fails the test with that rank's traceback (under
-``---- rank N ----``); ranks still blocked a few seconds after another rank failed
-are stopped and reported with their stacks.  A test that passes its timeout is
-stopped and reported with the stack of every rank; a rank process that dies is
-reported with its exit status and the end of its stderr.  ``pytest.skip()`` and
-``pytest.xfail()`` on a rank work as usual.  Each rank's output appears as report
-sections "stdout rank N" / "stderr rank N".  Tests of the same rank count and
-provider within one module or class run next to each other, so that pools are
+``---- rank N ----``) and its exception on the first line, which pytest's short summary
+shows; ranks still blocked a few seconds after another rank failed are stopped and
+reported with their stacks.  A test that passes its timeout is stopped and reported with
+the stack of every rank; a rank process that dies is reported with its exit status and
+the end of its stderr.  ``pytest.skip()`` and ``pytest.xfail()`` on a rank work as usual.
+A pool that is slow to start says so on the terminal; Ctrl-C prints the stack of every
+rank of the running test before stopping them.  Each rank's output appears as report
+sections "stdout rank N" / "stderr rank N".  Tests of the same rank count and data path
+within one module or class run next to each other, so that pools are
 reused (``--rma-keep-order`` turns this off); the order of other tests is kept.
 
 The plugin's files: this one (hooks and fixtures), marker.py (the marker's arguments),
@@ -76,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--rma-keep-order",
         action="store_true",
         default=False,
-        help="do not run rma tests of the same rank count and provider next to each other",
+        help="do not run rma tests of the same rank count and data path next to each other",
     )
     parser.addini("rma_timeout", f"default timeout of @pytest.mark.rma tests (default {DEFAULT_TIMEOUT:g})", default="")
 
@@ -84,8 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "rma(nprocs=1, providers=None, timeout=60): run the test function on nprocs ranks "
-        "with a `comm` fixture; lists of nprocs or providers parametrize the test.",
+        "rma(nprocs=1, transports=None, providers=None, timeout=60): run the test function on nprocs "
+        "ranks with a `comm` fixture; lists of nprocs, transports or providers parametrize the test.",
     )
     config.stash[_manager_key] = Manager(config)
 
@@ -102,24 +109,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         return
     spec = parse_marker(marker, metafunc.definition.nodeid)
-    if not (spec.nprocs_listed or spec.providers_listed):
+    if not (spec.nprocs_listed or spec.variants_listed):
         return  # a single configuration needs no parameter and gets no id
     values, ids = [], []
-    for provider in spec.providers:
+    for variant, variant_id in zip(spec.variants, spec.ids or [""] * len(spec.variants)):
         for nprocs in spec.nprocs:
-            values.append((nprocs, provider))
-            parts = []
-            if spec.providers_listed:
-                parts.append(f"provider={provider}")
-            if spec.nprocs_listed:
-                parts.append(f"nprocs={nprocs}")
-            ids.append("-".join(parts))
+            values.append((nprocs, variant))
+            # Ids -k accepts (it takes no "="): test_ring[libfabric-tcp-nprocs2].
+            ids.append("-".join(filter(None, [variant_id, f"nprocs{nprocs}" if spec.nprocs_listed else ""])))
     metafunc.parametrize(PARAM, values, ids=ids)
 
 
 @pytest.fixture(scope="session", autouse=True, name=PARAM)
 def _rma_params_fixture():
-    """Carry the (nprocs, provider) parameter of rma tests (overridden by parametrization).
+    """Carry the (nprocs, variant) parameter of rma tests (overridden by parametrization).
 
     Being autouse, it is in every test's fixture closure, so that rma tests can be
     parametrized through it whether or not they take the `comm` fixture.  Being

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 import pickle
@@ -15,7 +16,7 @@ import warnings
 import pytest
 
 from .._job.lifeline import Lifeline
-from .marker import item_request
+from .marker import Variant, item_request
 from .pool import EXIT_WAIT, Pool, PoolError
 from .report import report
 
@@ -62,10 +63,10 @@ class Manager:
             self._lifeline = Lifeline()
         return self._directory, self._lifeline.read_end
 
-    def acquire(self, nprocs: int, provider: str | None) -> Pool:
-        # Keyed by the provider as marked, not by the one it resolves to, so that
-        # the ranks' RMA_PROVIDER is always what the test asked for.
-        key = (nprocs, provider)
+    def acquire(self, nprocs: int, variant: Variant) -> Pool:
+        # Keyed by the data path as marked, not by the one it resolves to, so that the
+        # ranks' RMA_TRANSPORT and RMA_PROVIDER are always what the test asked for.
+        key = (nprocs, variant)
         self.closing = [p for p in self.closing if not p.finished()]
         pool = self.pools.get(key)
         if pool is not None and not pool.alive():
@@ -74,7 +75,7 @@ class Manager:
         if pool is not None:
             self.pools.move_to_end(key)
             return pool
-        what = f"{nprocs} rank(s)" + (f" with provider {provider!r}" if provider else "")
+        what = f"{nprocs} rank(s){variant.describe()}"
         if key in self.start_failures:
             pytest.fail(
                 f"rma: the pool of {what} failed to start earlier in this session:\n{self.start_failures[key]}",
@@ -85,11 +86,11 @@ class Manager:
             oldest.request_exit()  # reaped later, without waiting here
             self.closing.append(oldest)
         directory, lifeline = self._resources()
-        pool = Pool(key, nprocs, provider, directory, lifeline, next(self._ids))
+        pool = Pool(key, nprocs, variant, directory, lifeline, next(self._ids))
         try:
-            pool.wait_ready(_START_TIMEOUT)
+            pool.wait_ready(_START_TIMEOUT, self._start_progress(what, nprocs))
         except PoolError as exc:
-            # Remembered: a provider that does not work here would otherwise cost
+            # Remembered: a transport or provider that does not work here would otherwise cost
             # a start-up for every test that asks for it.
             self.start_failures[key] = str(exc)
         except BaseException:
@@ -100,6 +101,39 @@ class Manager:
             return pool
         # Outside the except clause, so that the report shows no exception chain.
         pytest.fail(f"rma: could not start {what}:\n{self.start_failures[key]}", pytrace=False)
+
+    # -- the terminal -----------------------------------------------------
+
+    def _write_lines(self, lines: list[str]) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is None:
+            return
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        # Written while a test runs, whose output pytest captures: straight to the terminal.
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            for line in lines:
+                terminal.write_line(line)
+        # Not after the test's file or id any more: pytest starts a new line for the next one.
+        terminal.currentfspath = None
+
+    def _start_progress(self, what: str, size: int):
+        """Report on the terminal how a long pool start goes, so that a session never looks stuck."""
+
+        def progress(joined: int, seconds: float) -> None:
+            state = "ready" if joined == size else f"{joined} of {size} joined"
+            self._write_lines([f"rma: starting {what}: {state} after {seconds:.1f} s"])
+
+        return progress
+
+    def _show_stacks(self, item: pytest.Function, stacks: dict[int, str]) -> None:
+        """Print where each rank of an interrupted test stood (they are stopped next)."""
+        if not stacks:
+            return
+        lines = [f"rma: {item.nodeid} interrupted; where its ranks stood:"]
+        for rank in sorted(stacks):
+            lines.append(f"---- rank {rank} ----")
+            lines.extend(f"[rank {rank}] {line}" for line in (stacks[rank] or "(no stack received)").splitlines())
+        self._write_lines(lines)
 
     def discard(self, pool: Pool) -> None:
         if self.pools.get(pool.key) is pool:
@@ -129,14 +163,15 @@ class Manager:
     # -- running an item --------------------------------------------------
 
     def run_item(self, item: pytest.Function, marker: pytest.Mark) -> None:
-        nprocs, provider, spec = item_request(item, marker)
+        nprocs, variant, spec = item_request(item, marker)
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout()
         command = _command(item)
-        pool = self.acquire(nprocs, provider)
+        pool = self.acquire(nprocs, variant)
         try:
             outcome = pool.run(command, timeout)
         except BaseException:
             # Ctrl-C or a bug here: the ranks are in an unknown state.
+            self._show_stacks(item, pool.interrupted_stacks)
             self.discard(pool)
             raise
         broken = outcome.pool_broken()

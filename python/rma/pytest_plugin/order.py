@@ -23,8 +23,8 @@ def group_by_pool(items: list[pytest.Item]) -> None:
         try:
             if marker is None:
                 raise LookupError
-            nprocs, provider, _ = item_request(item, marker)
-            keys.append((nprocs, provider))
+            nprocs, variant, _ = item_request(item, marker)
+            keys.append((nprocs, variant))
         except (Exception, pytest.fail.Exception):  # a bad marker is reported at collection
             keys.append(None)
     start = 0

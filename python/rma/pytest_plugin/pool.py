@@ -1,4 +1,4 @@
-"""A pool: N worker ranks that joined one job, serving the tests of one rank count and provider."""
+"""A pool: N worker ranks that joined one job, serving the tests of one rank count and data path."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 from .._job.frames import PICKLE, Channel
 from .._job.shm_files import cleanup_shm_files
@@ -15,6 +16,7 @@ from .._job.spawn import describe_exit, kill_groups
 from .._job.store_server import StoreServer
 from .._job.workers import start_worker
 from . import worker
+from .marker import Variant
 from .stacks import format_stacks
 
 __all__ = ["Pool", "PoolError", "Outcome", "Worker", "FAIL_GRACE", "EXIT_WAIT", "ranks_text"]
@@ -22,6 +24,9 @@ __all__ = ["Pool", "PoolError", "Outcome", "Worker", "FAIL_GRACE", "EXIT_WAIT", 
 # Seconds the other ranks get to finish once one rank failed or died; longer
 # means they are most likely blocked waiting for it.
 FAIL_GRACE = 3.0
+# Seconds after which a pool that is still starting says so, and then between its reports.
+PROGRESS_FIRST = 2.0
+PROGRESS_EVERY = 5.0
 # Longest wait for the faulthandler dumps of stuck ranks.
 _STACK_WAIT = 1.5
 # Seconds workers get to exit on their own at the end of the session.
@@ -78,6 +83,11 @@ class Worker:
         return describe_exit(self.proc.poll())
 
 
+def _transport_env(variant: Variant) -> dict[str, str]:
+    # None: the environment's RMA_TRANSPORT (or the automatic choice), inherited.
+    return {} if variant.transport is None else {"RMA_TRANSPORT": variant.transport}
+
+
 def _reap_dead(w: Worker) -> None:
     """Collect the exit status of a worker whose channel closed, i.e. that is exiting."""
     # Its group too: a dead worker's test may have left processes behind.
@@ -107,31 +117,33 @@ class Outcome:
 class Pool:
     """N worker ranks that joined one job, serving tests one at a time."""
 
-    def __init__(self, key, nprocs: int, provider: str | None, directory: str, lifeline: int, ident: int):
+    def __init__(self, key, nprocs: int, variant: Variant, directory: str, lifeline: int, ident: int):
         self.key = key
         self.size = nprocs
         self.workers: list[Worker] = []
         self._seq = itertools.count(1)
+        # Stacks of the ranks a Ctrl-C interrupted in the middle of a test: rank -> stack.
+        self.interrupted_stacks: dict[int, str] = {}
         self._cleaned = False
         self.store = StoreServer(nprocs)
         self.store.start()
         try:
             for rank in range(nprocs):
-                self.workers.append(self._spawn(rank, provider, os.path.join(directory, f"p{ident}r{rank}"), lifeline))
+                self.workers.append(self._spawn(rank, variant, os.path.join(directory, f"p{ident}r{rank}"), lifeline))
         except BaseException:
             self.kill()
             raise
 
-    def _spawn(self, rank: int, provider: str | None, prefix: str, lifeline: int) -> Worker:
+    def _spawn(self, rank: int, variant: Variant, prefix: str, lifeline: int) -> Worker:
         with open(prefix + ".log", "wb") as log:
             proc, channel = start_worker(
                 worker.MODULE,
                 rank,
                 self.size,
                 self.store,
-                provider,
+                variant.provider,
                 worker.CONTROL_FD,
-                env={worker.LIFELINE_FD: str(lifeline), worker.FILES: prefix},
+                env={worker.LIFELINE_FD: str(lifeline), worker.FILES: prefix, **_transport_env(variant)},
                 pass_fds=(lifeline,),
                 # Output outside of tests (e.g. a crash at import) goes to a file,
                 # read when the worker dies; a file never blocks the worker.
@@ -143,18 +155,28 @@ class Pool:
 
     # -- start-up ---------------------------------------------------------
 
-    def wait_ready(self, timeout: float) -> None:
-        """Wait until every rank joined the job; raise PoolError (after killing the pool) if not."""
-        deadline = time.monotonic() + timeout
+    def wait_ready(self, timeout: float, progress: Callable[[int, float], None] | None = None) -> None:
+        """Wait until every rank joined the job; raise PoolError (after killing the pool) if not.
+
+        A start that takes long calls progress(ranks joined, seconds so far) after PROGRESS_FIRST
+        seconds, then every PROGRESS_EVERY seconds, and once more when every rank joined.
+        """
+        start = time.monotonic()
+        deadline = start + timeout
+        next_progress = start + PROGRESS_FIRST
         pending = {w.rank for w in self.workers}
         with selectors.DefaultSelector() as sel:
             for w in self.workers:
                 sel.register(w.sock, selectors.EVENT_READ, w)
             while pending:
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
                     self._fail_start(f"ranks {ranks_text(pending)} did not join the job within {timeout:g} s", pending)
-                for key, _ in sel.select(remaining):
+                if progress is not None and now >= next_progress:
+                    progress(self.size - len(pending), now - start)
+                    next_progress = now + PROGRESS_EVERY
+                for key, _ in sel.select(min(remaining, max(0.0, next_progress - now))):
                     w = key.data
                     frames = w.receive()
                     if frames is None:
@@ -167,6 +189,8 @@ class Pool:
                         elif frame.get("op") == "failed":
                             self.kill()
                             raise PoolError(f"rank {w.rank} failed to join the job:\n{frame.get('text', '')}")
+        if progress is not None and next_progress > start + PROGRESS_FIRST:  # it was shown: say it ended
+            progress(self.size, time.monotonic() - start)
 
     def _fail_start(self, message: str, ranks: set[int]):
         parts = [message]
@@ -187,6 +211,18 @@ class Pool:
         seq = next(self._seq)
         frame = PICKLE.pack(dict(command, seq=seq))
         outcome = Outcome(self.size)
+        try:
+            self._collect(frame, seq, outcome, timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C: show where the ranks stood before they are stopped.
+            self.interrupted_stacks = self.dump_stacks(outcome.pending)
+            raise
+        if outcome.pending:
+            outcome.stacks = self.dump_stacks(outcome.pending)
+        return outcome
+
+    def _collect(self, frame: bytes, seq: int, outcome: Outcome, timeout: float | None) -> None:
+        """Send the test to every rank and wait for their replies, deaths, or the deadline."""
         with selectors.DefaultSelector() as sel:
             for w in self.workers:
                 try:
@@ -221,16 +257,13 @@ class Pool:
                         outcome.died.add(w.rank)
                         trouble_at = trouble_at or time.monotonic()
                         continue
-                    for frame in frames:
-                        if frame.get("seq") != seq:
+                    for reply in frames:
+                        if reply.get("seq") != seq:
                             continue
-                        outcome.replies[w.rank] = frame
+                        outcome.replies[w.rank] = reply
                         outcome.pending.discard(w.rank)
-                        if frame.get("outcome") == "failed" and trouble_at is None:
+                        if reply.get("outcome") == "failed" and trouble_at is None:
                             trouble_at = time.monotonic()
-        if outcome.pending:
-            outcome.stacks = self.dump_stacks(outcome.pending)
-        return outcome
 
     def dump_stacks(self, ranks: set[int]) -> dict[int, str]:
         """Ask the given ranks for their Python stacks (faulthandler on SIGUSR1)."""

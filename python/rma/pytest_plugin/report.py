@@ -53,7 +53,10 @@ def report(item: pytest.Function, pool: Pool, outcome: Outcome, timeout: float |
                 "; ".join(f"rank {r} died during the test ({by_rank[r].status()})" for r in sorted(outcome.died))
             )
         if failed:
-            lines.append(f"{_plural(failed)} failed")
+            # The first failure's own words, so that pytest's one-line summary shows them.
+            headline = outcome.replies[failed[0]].get("headline", "")
+            which = f"; rank {failed[0]}: " if len(failed) > 1 else ": "
+            lines.append(f"{_plural(failed)} failed" + (which + headline if headline else ""))
         if outcome.pending and not outcome.timed_out:
             lines.append(
                 f"{_plural(outcome.pending)} still running {FAIL_GRACE:g} s later "

@@ -19,6 +19,8 @@ from .modules import Modules
 __all__ = ["run_test", "format_exception", "PROTECTED_ENV"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Longest headline of a failure (the line pytest's short summary shows).
+_HEADLINE_CHARS = 200
 
 # Variables that make this process the rank it is: never taken over from the
 # plugin's environment, which is otherwise mirrored for every test.
@@ -29,6 +31,7 @@ PROTECTED_ENV = frozenset(
         "RMA_STORE",
         "RMA_SECRET",
         "RMA_PROVIDER",
+        "RMA_TRANSPORT",
         CONTROL_FD,
         LIFELINE_FD,
         FILES,
@@ -105,6 +108,13 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+def _headline(exc: BaseException) -> str:
+    """The exception in one line, as pytest's summary shows it: "AssertionError: assert 1 == 2"."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= _HEADLINE_CHARS else line[: _HEADLINE_CHARS - 3] + "..."
+
+
 def _in_worker(path: str) -> bool:
     return os.path.dirname(os.path.abspath(path)) == _HERE
 
@@ -148,9 +158,9 @@ def run_test(world, modules: Modules, capture: Capture, cmd: dict) -> dict:
         reply.update(outcome="xfailed", text=str(exc.msg or ""))
     except pytest.fail.Exception as exc:
         text = format_exception(exc) if exc.pytrace else str(exc.msg)
-        reply.update(outcome="failed", text=text)
+        reply.update(outcome="failed", text=text, headline=_headline(exc))
     except BaseException as exc:  # noqa: BLE001 - report everything, even SystemExit
-        reply.update(outcome="failed", text=format_exception(exc))
+        reply.update(outcome="failed", text=format_exception(exc), headline=_headline(exc))
     finally:
         reply["duration"] = time.perf_counter() - start
         reply["stdout"], reply["stderr"] = capture.stop()
