@@ -13,9 +13,13 @@
     cluster.stop()                         # also done when the kernel exits
 
 Each rank keeps its own namespace, with `rma`, `np` and `comm` (its world communicator) in it.
-A rank's exception shows its traceback under its rank number, and %%rma then raises
-rma.notebook.RankError. Interrupting the kernel interrupts the cell on every rank
-(KeyboardInterrupt in the ranks' Python code) and leaves the job running.
+%%rma shows each rank's output as it is printed, every line marked "[rank N]"; a rank's
+exception at once, under its rank (with the cell's source lines), after which the ranks still
+running get rma.notebook.RAISE_GRACE seconds before they are interrupted, so that the cell ends,
+and %%rma raises rma.notebook.RankError; then each rank's value of the cell's last expression
+("[rank N] Out: ...") and the matplotlib figures each rank left open (as images). Interrupting
+the kernel interrupts the cell on every rank (KeyboardInterrupt in the ranks' Python code) and
+leaves the job running. After a rank died, every call says which and how.
 
 cluster.py holds the ranks (Cluster), worker.py is what each rank runs; this module holds the
 cluster %%rma uses and the magic.
@@ -26,23 +30,77 @@ from __future__ import annotations
 import sys
 
 from ..errors import RMAError
-from .cluster import Cluster, RankError, RankResult
+from .cluster import RAISE_GRACE, Cluster, RankError, RankResult
 
-__all__ = ["Cluster", "RankError", "RankResult", "start", "current"]
+__all__ = ["Cluster", "RankError", "RankResult", "RAISE_GRACE", "start", "current", "show"]
 
 _current: Cluster | None = None
 
 
+def _prefixed(rank: int, text: str) -> str:
+    return "".join(f"[rank {rank}] {line}" for line in text.splitlines(True))
+
+
+def _stopped_where(error: str) -> str:
+    """Where in the cell a rank we interrupted stood: ' at <cell 3>, line 4: comm.barrier()'."""
+    lines = error.splitlines()
+    at = [i for i, line in enumerate(lines) if line.strip().startswith('File "<cell ')]
+    if not at:
+        return ""
+    place = lines[at[-1]].strip()[len('File "') :].split(", in ")[0].replace('"', "")
+    source = lines[at[-1] + 1].strip() if at[-1] + 1 < len(lines) else ""
+    return f" at {place}" + (f": {source}" if source and not source.startswith(("File ", "KeyboardInterrupt")) else "")
+
+
+class _CellDisplay:
+    """Show a cell's ranks in the notebook as they run: output line by line under its rank,
+    an exception as soon as it is raised, then each rank's value and figures."""
+
+    def output(self, rank: int, stream: str, text: str) -> None:
+        print(_prefixed(rank, text), end="" if text.endswith("\n") else "\n", file=_stream(stream), flush=True)
+
+    def error(self, result: RankResult) -> None:
+        print(_prefixed(result.rank, result.error or ""), end="", file=sys.stderr, flush=True)
+
+    def finish(self, results: list[RankResult]) -> None:
+        stopped = [r for r in results if r.interrupted]
+        if stopped:
+            raised = ", ".join(str(r.rank) for r in results if r.error and not r.interrupted)
+            for r in stopped:
+                where = _stopped_where(r.error or "")
+                print(f"[rank {r.rank}] interrupted{where}, since rank(s) {raised} raised", file=sys.stderr)
+        for r in results:
+            if r.display is not None:
+                print(_prefixed(r.rank, f"Out: {r.display}\n"), end="")
+        for r in results:
+            for number, png in enumerate(r.figures, 1):
+                _show_figure(r.rank, number, png)
+
+
+def _stream(name: str):
+    return sys.stderr if name == "stderr" else sys.stdout
+
+
+def _show_figure(rank: int, number: int, png: bytes) -> None:
+    print(f"[rank {rank}] figure {number}:")
+    try:
+        from IPython.display import Image, display
+    except ImportError:
+        print(f"[rank {rank}] (a {len(png)}-byte PNG: IPython shows it in a notebook)")
+        return
+    display(Image(data=png, format="png"))
+
+
 def show(results: list[RankResult]) -> None:
-    """Print each rank's output under its rank number, then its traceback if it raised."""
+    """Show what cluster.run() returned as %%rma does: each line under its rank, then values and figures."""
+    display = _CellDisplay()
     for result in results:
-        text = result.stdout + result.stderr
-        if text or result.error:
-            print(f"[rank {result.rank}]")
+        for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
             if text:
-                print(text, end="" if text.endswith("\n") else "\n")
-            if result.error:
-                print(result.error, end="", file=sys.stderr)
+                display.output(result.rank, stream, text)
+        if result.error and not result.interrupted:
+            display.error(result)
+    display.finish(results)
 
 
 def start(n: int = 4, *, provider: str | None = None) -> Cluster:
@@ -63,11 +121,13 @@ def current() -> Cluster:
 
 
 def _rma_cell(line: str, cell: str) -> None:
-    """%%rma: run the cell on every rank; show the output grouped by rank."""
-    results = current().run(cell)
-    show(results)
-    if any(r.error for r in results):
-        raise RankError(f"the cell raised on rank(s) {', '.join(str(r.rank) for r in results if r.error)}")
+    """%%rma: run the cell on every rank, showing each rank's output as it is printed."""
+    display = _CellDisplay()
+    results = current().run(cell, on_output=display.output, on_error=display.error)
+    display.finish(results)
+    raised = [r.rank for r in results if r.error and not r.interrupted]
+    if raised:
+        raise RankError(f"the cell raised on rank(s) {', '.join(map(str, raised))} (tracebacks above)")
 
 
 def _register_magic() -> None:

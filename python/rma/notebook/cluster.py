@@ -5,11 +5,13 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 from .._job.frames import Channel
 from .._job.shm_files import cleanup_shm_files
@@ -18,7 +20,16 @@ from .._job.store_server import StoreServer
 from .._job.workers import start_worker
 from ..errors import RMAError
 
-__all__ = ["Cluster", "RankError", "RankResult", "WORKER", "CONTROL_FD"]
+__all__ = [
+    "Cluster",
+    "RankError",
+    "RankResult",
+    "OutputCallback",
+    "ErrorCallback",
+    "WORKER",
+    "CONTROL_FD",
+    "RAISE_GRACE",
+]
 
 #: What each rank runs with ``python -m`` (worker.py).
 WORKER = f"{__package__}.worker"
@@ -26,6 +37,9 @@ WORKER = f"{__package__}.worker"
 CONTROL_FD = "RMA_NOTEBOOK_FD"
 # Seconds a rank killed at stop() may take to go.
 _KILL_WAIT = 5.0
+# Seconds the other ranks get to finish a cell after one raised; then they are interrupted
+# (they are most likely waiting for the one that raised).
+RAISE_GRACE = 1.0
 
 
 class RankError(RMAError):
@@ -41,6 +55,18 @@ class RankResult:
     stderr: str
     error: str | None
     value: Any = None
+    #: The repr of the cell's last expression, when it is one and not None.
+    display: str | None = None
+    #: PNG images of the matplotlib figures the cell left open.
+    figures: list[bytes] = field(default_factory=list)
+    #: Stopped (KeyboardInterrupt) because another rank raised.
+    interrupted: bool = False
+
+
+#: Called as a cell runs: on_output(rank, "stdout" or "stderr", text of whole lines).
+OutputCallback = Callable[[int, str, str], None]
+#: Called once per rank that raised, as soon as it did.
+ErrorCallback = Callable[[RankResult], None]
 
 
 class Cluster:
@@ -73,9 +99,17 @@ class Cluster:
 
     # ---- running code on every rank ----
 
-    def run(self, code: str) -> list[RankResult]:
-        """Run `code` on every rank (in each rank's namespace); return what each made of it."""
-        return self._everywhere({"op": "run", "code": code})
+    def run(
+        self, code: str, *, on_output: OutputCallback | None = None, on_error: ErrorCallback | None = None
+    ) -> list[RankResult]:
+        """Run `code` on every rank (in each rank's namespace); return what each made of it.
+
+        on_output sees each rank's output as it is printed, on_error each rank's exception as
+        it is raised. Once a rank raised, the others get RAISE_GRACE seconds to finish the
+        cell, then are interrupted (RankResult.interrupted), so that a cell never waits for
+        ever on a rank that is gone from a collective.
+        """
+        return self._everywhere({"op": "run", "code": code}, on_output, on_error)
 
     def pull(self, expression: str) -> list[Any]:
         """Return the value of `expression` on every rank, in rank order."""
@@ -87,41 +121,89 @@ class Cluster:
         """Set variables on every rank."""
         _raise_errors(self._everywhere({"op": "push", "values": pickle.dumps(values)}))
 
-    def _everywhere(self, command: dict) -> list[RankResult]:
+    def _check_alive(self) -> None:
         if self.stopped:
-            raise RMAError("rma.notebook: the cluster was stopped")
-        for channel in self._channels:
-            channel.send(command)
-        replies: list[dict | None] = [None] * self.size
-        interrupted = False
-        while any(reply is None for reply in replies):
-            try:
-                for rank, channel in enumerate(self._channels):
-                    if replies[rank] is None:
-                        replies[rank] = self._reply(rank, channel)
-            except KeyboardInterrupt:
-                # The kernel was interrupted: interrupt the cell on every rank, then collect
-                # their (interrupted) results; the ranks stay up.
-                if interrupted:
-                    raise
-                interrupted = True
-                for process in self._processes:
-                    if process.poll() is None:
-                        os.kill(process.pid, signal.SIGINT)
-        return [
-            RankResult(rank, r["stdout"], r["stderr"], r["error"], r.get("value"))
-            for rank, r in enumerate(replies)  # type: ignore[union-attr]
-        ]
+            raise RMAError("rma.notebook: the cluster was stopped; start a new one with rma.notebook.start(n)")
+        dead = [(rank, p.poll()) for rank, p in enumerate(self._processes) if p.poll() is not None]
+        if dead:
+            what = "; ".join(f"rank {rank} ended ({describe_exit(status)})" for rank, status in dead)
+            raise RMAError(
+                f"rma.notebook: {what}: this cluster cannot run cells any more; "
+                "start a new one with rma.notebook.start(n)"
+            )
 
-    def _reply(self, rank: int, channel: Channel) -> dict:
+    def _everywhere(
+        self, command: dict, on_output: OutputCallback | None = None, on_error: ErrorCallback | None = None
+    ) -> list[RankResult]:
+        self._check_alive()
+        for channel in self._channels:
+            try:
+                channel.send(command)
+            except OSError:
+                self._check_alive()  # says which rank died
+                raise
+        results: dict[int, RankResult] = {}
+        figures: dict[int, list[bytes]] = {rank: [] for rank in range(self.size)}
+        raised_at: float | None = None
+        interrupted: set[int] = set()  # by us, because another rank raised
+        kernel_interrupted = False
+        with selectors.DefaultSelector() as selector:
+            for rank, channel in enumerate(self._channels):
+                selector.register(channel.sock, selectors.EVENT_READ, rank)
+            while len(results) < self.size:
+                try:
+                    timeout = None
+                    if raised_at is not None and not interrupted:
+                        timeout = max(0.0, raised_at + RAISE_GRACE - time.monotonic())
+                    ready = selector.select(timeout)
+                    if not ready and raised_at is not None and not interrupted:
+                        # Those still running most likely wait for the rank that raised.
+                        interrupted = {rank for rank in range(self.size) if rank not in results}
+                        self._interrupt(interrupted)
+                    for key, _ in ready:
+                        rank = key.data
+                        try:
+                            frames = self._channels[rank].receive_ready()
+                        except OSError:  # ConnectionError too: cut within a frame
+                            frames = None
+                        if frames is None:
+                            self._lost(rank)
+                        for frame in frames:
+                            if frame["op"] == "output":
+                                if on_output is not None:
+                                    on_output(rank, frame["stream"], frame["text"])
+                            elif frame["op"] == "figure":
+                                figures[rank].append(frame["png"])
+                            else:
+                                result = _result(rank, frame, figures[rank], rank in interrupted)
+                                results[rank] = result
+                                if result.error and not result.interrupted:
+                                    raised_at = raised_at or time.monotonic()
+                                    if on_error is not None:
+                                        on_error(result)
+                except KeyboardInterrupt:
+                    # The kernel was interrupted: interrupt the cell on every rank, then collect
+                    # their (interrupted) results; the ranks stay up. A second time: give up.
+                    if kernel_interrupted:
+                        raise
+                    kernel_interrupted = True
+                    self._interrupt(set(range(self.size)) - set(results))
+        return [results[rank] for rank in range(self.size)]
+
+    def _lost(self, rank: int) -> NoReturn:
+        """A rank's channel ended in the middle of a call: it died, or is dying."""
         try:
-            reply = channel.receive()
-        except ConnectionError:  # cut within a reply
-            reply = None
-        if reply is None:
-            status = describe_exit(self._processes[rank].poll())
-            raise RMAError(f"rma.notebook: rank {rank} died ({status}); start a new cluster")
-        return reply
+            self._processes[rank].wait(timeout=_KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+        self._check_alive()
+        raise RMAError(f"rma.notebook: rank {rank} stopped answering; start a new cluster with rma.notebook.start(n)")
+
+    def _interrupt(self, ranks: set[int]) -> None:
+        for rank in ranks:
+            process = self._processes[rank]
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGINT)
 
     # ---- the end ----
 
@@ -159,6 +241,19 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"<rma.notebook.Cluster of {self.size} ranks{', stopped' if self.stopped else ''}>"
+
+
+def _result(rank: int, reply: dict, figures: list[bytes], interrupted: bool) -> RankResult:
+    return RankResult(
+        rank,
+        reply["stdout"],
+        reply["stderr"],
+        reply["error"],
+        reply.get("value"),
+        reply.get("display"),
+        figures,
+        interrupted and reply["error"] is not None,
+    )
 
 
 def _raise_errors(results: list[RankResult]) -> None:
