@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Set up rma from a fresh clone and run it:
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
-#   ./dev.sh test   install what is needed, then lint, run the C++ unit tests under
+#   ./dev.sh test   install what is needed, then lint, build the docs, run the C++ unit tests under
 #                   AddressSanitizer and UndefinedBehaviorSanitizer, the pytest suite, its window
 #                   and message suites again through libfabric, and the suite once more against
 #                   an extension built with the sanitizers (what CI runs)
 #   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
+#   ./dev.sh docs   build the documentation site (docs/, Sphinx) into docs/_build/html, warnings
+#                   as errors (./dev.sh test builds it too)
 #   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py)
 #   ./dev.sh setup  only install
 # System packages come from Debian (apt-get, with sudo when not root); Python packages from
@@ -103,6 +105,13 @@ asan_suite() {
     --deselect tests/test_stubs.py --deselect tests/test_typing.py tests/
 }
 
+docs() {
+  # Every warning is an error (-W), all of them reported (--keep-going): a docstring that does
+  # not parse, a page that links nowhere.
+  "$VENV/bin/sphinx-build" -W --keep-going -q -b html docs docs/_build/html
+  echo "dev.sh: docs built into docs/_build/html"
+}
+
 # Files in /dev/shm that rma or libfabric's shm provider make: window segments
 # (rma-<pid>-<n>), bells (<pid>-rma-bell-<n>), provider regions (<pid>:<n>:<n>).
 shm_files() {
@@ -123,9 +132,14 @@ case "${1:-}" in
     [ -x "$VENV/bin/ruff" ] || setup
     format
     ;;
+  docs)
+    [ -x "$VENV/bin/sphinx-build" ] || setup
+    docs
+    ;;
   test)
     setup
     lint
+    docs
     cpp_tests
     shm_before=$(shm_files)
     PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
@@ -156,7 +170,7 @@ case "${1:-}" in
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | bench [--repetitions N] | setup" >&2
+    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | docs | bench [--repetitions N] | setup" >&2
     exit 2
     ;;
 esac

@@ -41,7 +41,7 @@ class Op(enum.Enum):
     def __call__(op, current: ArrayLike, operand: ArrayLike) -> np.ndarray: ...
 
 class Mode(enum.Flag):
-    """Assertions for fence, post, start and lock (MPI_MODE_*); combine with |."""
+    """Assertions for fence, post, start and lock (MPI_MODE_*); combine them with ``|``."""
 
     NOCHECK = 1
     NOSTORE = 2

@@ -109,8 +109,8 @@ void register_constants(py::module_& m) {
 
   py::list modes;
   for (const Flag& flag : kModeFlags) modes.append(py::make_tuple(flag.name, flag.value));
-  py::object mode =
-      make_enum("Flag", "Mode", modes, "Assertions for fence, post, start and lock (MPI_MODE_*); combine with |.");
+  py::object mode = make_enum("Flag", "Mode", modes,
+                              "Assertions for fence, post, start and lock (MPI_MODE_*); combine them with ``|``.");
   mode_class = mode.inc_ref().ptr();
   m.attr("Mode") = mode;
 

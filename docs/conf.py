@@ -1,0 +1,25 @@
+"""Sphinx configuration of rma's documentation (built by ./dev.sh docs, warnings as errors)."""
+
+import rma
+
+project = "rma"
+author = "the rma developers"
+release = version = rma.__version__
+copyright = "2026, the rma developers"
+
+extensions = [
+    "sphinx.ext.autodoc",  # the API reference comes from the docstrings
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+    "myst_parser",  # the pages are Markdown
+]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+# Pages include parts of the README (one place for each text), whose headings start at level 2.
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
+exclude_patterns = ["_build"]
+html_theme = "alabaster"
+html_title = f"rma {release}"
