@@ -94,3 +94,43 @@ def test_a_fence_on_shared_memory_names_exactly_the_ranks_missing():
             assert reports == [], err
         else:
             assert len(reports) == 1 and "(waiting for ranks [1] to fence)" in reports[0], err
+
+
+@pytest.mark.skipif(
+    os.environ.get("RMA_TRANSPORT") == "libfabric",
+    reason="through libfabric the fence is the communicator's barrier, which names the rank of its round",
+)
+def test_rma_timeout_names_the_call_the_rank_once_and_the_ranks_missing():
+    # Rank 1 skips the fence that ranks 0 and 2 wait in; RMA_TIMEOUT ends their wait.
+    code = """
+import time
+import numpy as np
+import rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1, np.int64)
+comm.barrier()
+if comm.rank == 1:
+    time.sleep(1.5)
+else:
+    try:
+        win.fence()
+    except rma.RMATimeoutError as error:
+        assert isinstance(error, TimeoutError)
+        print(error, flush=True)
+comm.barrier()
+"""
+    store = StoreServer(size=3)
+    store.start()
+    try:
+        env = {"RMA_TIMEOUT": "1", "RMA_HANG_REPORT": "0"}
+        results = finish(start_ranks(code, 3, store, extra_env=env, rank_variable="RMA_RANK"), timeout=60)
+    finally:
+        store.close()
+    for rank in (0, 2):
+        status, out, err = results[rank]
+        assert status == 0, err
+        message = out.strip()
+        assert message.startswith(f"rma: rank {rank}: win.fence of window 1 "), message
+        assert message.count(f"rank {rank}") == 1, message  # said once, up front
+        assert "(waiting for ranks [1] to fence)" in message and "RMA_TIMEOUT" in message, message
+    assert results[1][0] == 0, results[1][2]
