@@ -37,9 +37,11 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     // A condition with a bell lives in shared memory: polling the fabric would only delay
     // noticing it (the progress thread serves the fabric meanwhile).
     bool busy = bell == nullptr && progress();
-    if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
+    // An interrupt first: when a whole job is interrupted at once (Ctrl-C, rmarun --timeout),
+    // a peer that ends from its own interrupt must not turn this rank's into a PeerError.
     if (interruptible && interrupt_count() != interrupts_before)
       throw Interrupted("rma: rank " + std::to_string(rank_) + ": " + without_own_rank(what()) + " was interrupted");
+    if (peers_.any_dead()) peers_.check(watch, rank_, what());  // (what() builds a string)
     if (deadline.expired()) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", deadline.seconds());
