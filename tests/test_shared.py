@@ -92,10 +92,10 @@ def _cpu_seconds():
 
 @pytest.mark.skipif(os.environ.get("RMA_TRANSPORT") == "libfabric", reason="libfabric windows' waits poll the fabric")
 @pytest.mark.rma(nprocs=8, timeout=60)
-@pytest.mark.parametrize("waiting_in", ["lock", "wait"])
+@pytest.mark.parametrize("waiting_in", ["lock", "wait", "wait_until"])
 def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
-    # Rank 0 keeps 7 ranks waiting for 1.5 s, in win.lock or in win.wait; together they may
-    # use 5% of one core (polling with 1 ms sleeps used 12%).
+    # Rank 0 keeps 7 ranks waiting for 1.5 s, in win.lock, win.wait or win.wait_until; together
+    # they may use 5% of one core (polling with 1 ms sleeps used 12%; wait_until's, 20%).
     win = rma.Window.allocate(comm, 1, np.int64)
     if waiting_in == "wait" and comm.rank != 0:
         win.post([0])
@@ -106,9 +106,13 @@ def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
         time.sleep(1.5)
         if waiting_in == "lock":
             win.unlock(0)
-        else:
+        elif waiting_in == "wait":
             with win.start(list(range(1, comm.size))):
                 pass
+        else:
+            for rank in range(1, comm.size):
+                with win.lock(rank):
+                    win.put(np.int64(1), rank)
         used = None
     else:
         comm.barrier()
@@ -117,11 +121,55 @@ def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
         if waiting_in == "lock":
             win.lock(0)
             win.unlock(0)
-        else:
+        elif waiting_in == "wait":
             win.wait()
+        else:
+            win.wait_until(0, "==", 1)
         used = (_cpu_seconds() - began_cpu) / (time.monotonic() - began)
     shares = [share for share in comm.allgather(used) if share is not None]
     assert sum(shares) < 0.05, f"CPU share of each waiting rank: {shares}"
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(nprocs=[2, 3], transports=["shared-memory"])
+@pytest.mark.parametrize("how", ["unlock", "flush", "complete", "store + win.sync()"])
+def test_wait_until_wakes_at_the_call_that_satisfies_it(comm, how):
+    # Asleep, a wait_until looks again only every 0.1 s unless the call that changes its value
+    # rings its bell: five wakes, each well under that, show the ring.
+    win = rma.Window.allocate_shared(comm, 1, np.int64)
+    late = []
+    for value in range(1, 6):
+        comm.barrier()
+        if comm.rank == 0:
+            if how == "complete":
+                win.post([1])
+            win.wait_until(0, "==", value, timeout=30)
+            late.append(time.monotonic() - comm.recv(1))
+            if how == "complete":
+                win.wait()
+        elif comm.rank == 1:
+            time.sleep(0.15)  # rank 0 sleeps on its bell by now
+            if how == "unlock":
+                with win.lock(0):
+                    win.put(np.int64(value), 0)
+                    done = time.monotonic()
+            elif how == "flush":
+                with win.lock_all():
+                    win.put(np.int64(value), 0)
+                    done = time.monotonic()
+                    win.flush(0)
+            elif how == "complete":
+                with win.start([0]):
+                    win.put(np.int64(value), 0)
+                    done = time.monotonic()
+            else:
+                win.shared(0)[0] = value
+                done = time.monotonic()
+                win.sync()
+            comm.send(done, 0)
+    if comm.rank == 0:
+        assert max(late) < 0.03, [f"{1e3 * t:.1f} ms" for t in late]
     comm.barrier()
     win.free()
 

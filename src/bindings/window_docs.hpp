@@ -115,7 +115,9 @@ inline constexpr const char* flush_local_all =
     "Complete every call locally (here: a flush_all).";
 inline constexpr const char* sync =
     "sync($self, /)\n--\n\n"
-    "Synchronize the public and private copies of the window (a no-op: the model is unified).";
+    "Make this rank's stores to window memory visible to the others (the model is unified, so "
+    "there is no copy to synchronize) and wake every rank's wait_until to look again: after a "
+    "plain store through win.local or win.shared(rank) that another rank waits for.";
 inline constexpr const char* free =
     "free($self, /)\n--\n\n"
     "Free the window; collective. Any later call on it raises rma.RMAError.";
@@ -123,7 +125,10 @@ inline constexpr const char* wait_until =
     "wait_until($self, /, index, cmp, value, *, timeout=None)\n--\n\n"
     "Block until `win.local[index] <cmp> value` holds; return the value seen.\n\n"
     "cmp is one of \"==\", \"!=\", \"<\", \"<=\", \">\", \">=\". Progress goes on while waiting (other "
-    "ranks' puts and accumulates land). Raises rma.RMATimeoutError (a TimeoutError) after "
+    "ranks' puts and accumulates land). On one host the wait sleeps, using no CPU, and wakes when "
+    "a rank's flush, unlock, fence or complete of its calls to this rank, or a win.sync(), may have "
+    "changed the value; a plain store without win.sync() after it is seen within 0.1 s. Through "
+    "libfabric it looks at least every millisecond. Raises rma.RMATimeoutError (a TimeoutError) after "
     "`timeout` seconds or RMA_TIMEOUT, whichever comes first, and rma.PeerError when another rank "
     "of the window dies meanwhile.";
 inline constexpr const char* attach =

@@ -250,6 +250,7 @@ PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_
 
 PyObject* sync(WindowObject* self) {
   check_open(self, "sync");
+  core_of(self).sync();
   return none();
 }
 

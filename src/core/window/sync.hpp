@@ -39,6 +39,9 @@ class Sync {
   virtual void notify(Notice notice, const std::vector<int>& ranks) = 0;
   // The bell a wait for a notice or a grant sleeps on (null: the wait polls the transport).
   virtual Bell* bell() = 0;
+  // Calls of this rank to target completed (a flush, an unlock, a fence, a complete): wakes a
+  // win.wait_until sleeping on target's bell, for which the data may have changed.
+  virtual void wake(int target) = 0;
   // Queues for target's lock of type (kLockExclusiveType/kLockSharedType) and waits for the
   // grant; try_only: refused unless grantable at once. True if granted. A wait given up
   // (deadline, interrupt, dead peer) leaves no request or lock behind.
@@ -80,6 +83,7 @@ class SharedSync final : public Sync {
   void barrier() override;
   void notify(Notice notice, const std::vector<int>& ranks) override;
   Bell* bell() override;
+  void wake(int target) override;
   bool lock(int target, int type, bool try_only, const char* call) override;
   void unlock(int target) override;
 
@@ -98,6 +102,8 @@ class MessageSync final : public Sync {
   void barrier() override;
   void notify(Notice notice, const std::vector<int>& ranks) override;
   Bell* bell() override { return nullptr; }
+  // A wait_until polls through libfabric: the data of a one-sided write lands unannounced.
+  void wake(int) override {}
   bool lock(int target, int type, bool try_only, const char* call) override;
   void unlock(int target) override;
 

@@ -40,6 +40,10 @@ SharedSync::~SharedSync() = default;
 
 Bell* SharedSync::bell() { return &control_->bell(comm_->rank()); }
 
+void SharedSync::wake(int target) {
+  control_->bell(target).ring();  // a load when nobody sleeps (this rank's too: another thread may)
+}
+
 void SharedSync::barrier() {
   // Everyone's direct stores are done: meet in shared memory.
   uint32_t round = control_->arrive();

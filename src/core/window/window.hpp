@@ -163,6 +163,9 @@ class Window : public std::enable_shared_from_this<Window> {
   // TimeoutError after `timeout` seconds (< 0: none) or RMA_TIMEOUT, whichever comes first,
   // Interrupted at a SIGINT. what: the call, for the messages.
   void wait_local(const std::function<bool()>& done, double timeout, const std::function<std::string()>& what);
+  // win.sync(): this rank's stores are visible to the others, and a wait_local of any rank
+  // sleeping on its bell looks again (a plain store rings no bell).
+  void sync();
 
   // Target side (window/service.cpp), called by WindowService from the progress engine.
   void serve_apply(int source, std::span<const std::byte> message, size_t position);

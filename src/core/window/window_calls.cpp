@@ -168,6 +168,7 @@ bool Window::flush_direct(int target) {
   if (fabric_->outstanding_to(target) != 0) return false;
   // Direct calls completed as they were made; the fence orders them before what follows.
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  sync_->wake(target);
   return true;
 }
 

@@ -26,23 +26,27 @@ void Window::complete_calls(const char* call, const std::vector<int>& targets) {
     if (!deadline) deadline = comm_->runtime().deadline();
     transport.flush(comm_->members()[target], *deadline);
   }
-  if (fabric_->outstanding() == 0) return;
-  if (!deadline) deadline = comm_->runtime().deadline();
-  transport.wait_until([&] { return fabric_->outstanding() == 0; }, *deadline, comm_->members(),
-                       [&] { return epochs_.where(call, -1) + " (waiting for its operations to complete)"; });
+  if (fabric_->outstanding() != 0) {
+    if (!deadline) deadline = comm_->runtime().deadline();
+    transport.wait_until([&] { return fabric_->outstanding() == 0; }, *deadline, comm_->members(),
+                         [&] { return epochs_.where(call, -1) + " (waiting for its operations to complete)"; });
+  }
+  for (int target : targets) sync_->wake(target);
 }
 
 void Window::complete_target(int target, const char* call) {
   check_alive(call, target);  // calls to a dead rank are lost, even those that "completed"
   std::atomic_thread_fence(std::memory_order_seq_cst);
   bool immediate = routes_[target]->immediate();
-  if (immediate && fabric_->outstanding_to(target) == 0) return;  // every call was direct: done
-  Transport& transport = comm_->runtime().transport();
-  Deadline deadline = comm_->runtime().deadline();
-  if (!immediate) transport.flush(comm_->members()[target], deadline);
-  std::vector<int> watch{comm_->members()[target]};
-  transport.wait_until([&] { return fabric_->outstanding_to(target) == 0; }, deadline, watch,
-                       [&] { return epochs_.where(call, target) + " (waiting for its calls to complete)"; });
+  if (!immediate || fabric_->outstanding_to(target) != 0) {
+    Transport& transport = comm_->runtime().transport();
+    Deadline deadline = comm_->runtime().deadline();
+    if (!immediate) transport.flush(comm_->members()[target], deadline);
+    std::vector<int> watch{comm_->members()[target]};
+    transport.wait_until([&] { return fabric_->outstanding_to(target) == 0; }, deadline, watch,
+                         [&] { return epochs_.where(call, target) + " (waiting for its calls to complete)"; });
+  }
+  sync_->wake(target);
 }
 
 // ---- fence ----
@@ -132,9 +136,12 @@ void Window::wait_local(const std::function<bool()>& done, double timeout, const
   // (Deadline::after(0) is "never": a zero timeout still looks once more, then fails.)
   Deadline deadline = own ? Deadline::after(std::max(timeout, 1e-9)) : comm_->runtime().deadline();
   try {
-    // No bell: the puts that satisfy it land without ringing one; the wait backs off to
-    // sleeping 1 ms at most between looks.
-    comm_->runtime().transport().wait_until(done, deadline, comm_->members(), what);
+    // On shared memory it sleeps on this rank's bell, which a rank rings when its calls here
+    // complete (flush, unlock, fence, complete: Sync::wake) and at win.sync(); a plain store
+    // without a win.sync() after it is seen at the next look (Transport::kBellCheck). Through
+    // libfabric a one-sided write lands unannounced: the wait backs off to sleeping 1 ms at
+    // most between looks.
+    comm_->runtime().transport().wait_until(done, deadline, comm_->members(), what, sync_->bell());
   } catch (const TimeoutError&) {
     if (!own) throw;
     char seconds[32];
@@ -142,6 +149,11 @@ void Window::wait_local(const std::function<bool()>& done, double timeout, const
     throw TimeoutError("rma: " + what() + " on rank " + std::to_string(rank()) +
                        ": the condition still did not hold after " + seconds + " s (timeout=)");
   }
+}
+
+void Window::sync() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (int rank = 0; rank < size(); ++rank) sync_->wake(rank);
 }
 
 // ---- passive target ----
