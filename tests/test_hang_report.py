@@ -37,11 +37,11 @@ CALLS = {
 }
 
 
-def run(code, size, hang_report):
+def run(code, size, hang_report, **env):
     store = StoreServer(size=size)
     store.start()
     try:
-        env = {"RMA_HANG_REPORT": hang_report}
+        env = {"RMA_HANG_REPORT": hang_report, **env}
         return finish(start_ranks(code, size, store, extra_env=env, rank_variable="RMA_RANK"), timeout=60)
     finally:
         store.close()
@@ -119,13 +119,7 @@ else:
         print(error, flush=True)
 comm.barrier()
 """
-    store = StoreServer(size=3)
-    store.start()
-    try:
-        env = {"RMA_TIMEOUT": "1", "RMA_HANG_REPORT": "0"}
-        results = finish(start_ranks(code, 3, store, extra_env=env, rank_variable="RMA_RANK"), timeout=60)
-    finally:
-        store.close()
+    results = run(code, 3, "0", RMA_TIMEOUT="1")
     for rank in (0, 2):
         status, out, err = results[rank]
         assert status == 0, err
