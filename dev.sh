@@ -153,7 +153,7 @@ case "${1:-}" in
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
         tests/test_dead_peers.py tests/test_death_matrix.py tests/test_interrupts.py tests/test_failed_sends.py \
-        tests/test_comm.py tests/test_comm_more.py
+        tests/test_comm.py tests/test_comm_more.py tests/test_host_barrier.py
       asan_suite
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))

@@ -60,13 +60,50 @@ std::vector<Bytes> unpack_list(const Bytes& packed) {
 }
 }  // namespace
 
-Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank)
-    : runtime_(std::move(runtime)), context_(context), members_(std::move(members)), rank_(rank) {
+Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank,
+                           int barrier_slot)
+    : runtime_(std::move(runtime)),
+      context_(context),
+      members_(std::move(members)),
+      rank_(rank),
+      barrier_slot_(barrier_slot) {
   // Learned once: the topology is fixed when the runtime connects.
   const Topology& topology = runtime_->topology();
   on_one_host_ = topology.one_host(members_);
   for (int i = 0; i < size(); ++i) {
     if (topology.same_host(members_[i], members_[rank_])) host_ranks_.push_back(i);
+  }
+  if (barrier_slot_ < 0) return;
+  Transport& transport = runtime_->transport();
+  barrier_board_ = transport.barrier_board(members_[0]);
+  bool shared = on_one_host_ && size() > 1 && barrier_board_ != nullptr;
+  for (int i = 0; shared && i < size(); ++i) {
+    member_boards_.push_back(transport.barrier_board(members_[i]));
+    shared = member_boards_.back() != nullptr;
+  }
+  if (!shared) {
+    // (A member whose board this rank cannot map is one whose inbox it cannot open either: a
+    // host's ranks map each other's inboxes or none, so the members agree on this.)
+    member_boards_.clear();
+    if (rank_ == 0 && barrier_board_) barrier_board_->release(barrier_slot_);
+    barrier_board_ = nullptr;
+    barrier_slot_ = -1;
+    return;
+  }
+  std::vector<std::atomic<uint32_t>*> arrived_for;
+  std::vector<Bell*> bells;
+  for (int i = 0; i < size(); ++i) {
+    arrived_for.push_back(barrier_board_->arrived_for(barrier_slot_) + i);
+    bells.push_back(&member_boards_[i]->bell());
+  }
+  shared_barrier_ = std::make_unique<SharedBarrier>(&barrier_board_->round(barrier_slot_), std::move(arrived_for),
+                                                    std::move(bells), rank_);
+}
+
+Communicator::~Communicator() {
+  // The world's slot stays the world's; another goes back to its owner, rank 0.
+  if (rank_ == 0 && barrier_board_ && barrier_slot_ != BarrierBoard::kWorldSlot && runtime_->active()) {
+    barrier_board_->release(barrier_slot_);
   }
 }
 
@@ -203,6 +240,15 @@ Received PendingReceive::wait() {
 
 void Communicator::barrier(const CallName& call) {
   runtime_->require_active("comm.barrier");
+  if (shared_barrier_) {
+    shared_barrier_->pass(runtime_->transport(), runtime_->deadline(), members_, [&](const std::vector<int>& missing) {
+      std::string ranks;
+      for (int rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+      return (call ? call() : std::string("comm.barrier")) + " (waiting for rank" + (missing.size() == 1 ? " " : "s ") +
+             ranks + ")";
+    });
+    return;
+  }
   // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k.
   int p = size();
   int32_t round = 0;
@@ -386,31 +432,48 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Call
   struct Entry {
     int32_t color, key;
     uint32_t next_context;
+    int32_t barrier_slot;  // offered from this rank's board, for a communicator it would be rank 0 of
   };
-  Entry mine{color, key, runtime_->next_context()};
-  std::vector<Bytes> all = allgather(
-      std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
-      call ? call : [] { return std::string("comm.split"); });
+  // Every member offers a slot of its barrier board; the new communicator's rank 0 keeps its
+  // own, the others give theirs back.
+  std::shared_ptr<BarrierBoard> board = runtime_->transport().barrier_board(runtime_->rank());
+  Entry mine{color, key, runtime_->next_context(), board ? board->offer() : -1};
+  auto give_back = [&] {
+    if (board) board->release(mine.barrier_slot);
+  };
+  std::vector<Bytes> all;
+  try {
+    all = allgather(
+        std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+        call ? call : [] { return std::string("comm.split"); });
+  } catch (...) {
+    give_back();
+    throw;
+  }
   // Every member of this communicator agrees on one fresh context: larger than any that one of
   // them has used. Disjoint colors share it safely, as they never exchange messages in it.
   uint32_t context = 0;
   std::vector<std::pair<std::pair<int32_t, int>, int>> chosen;  // ((key, old rank), world rank)
+  std::vector<int32_t> offered(size());
   for (int i = 0; i < size(); ++i) {
     Entry entry;
     std::memcpy(&entry, all[i].data(), sizeof entry);
     context = std::max(context, entry.next_context);
+    offered[i] = entry.barrier_slot;
     if (color >= 0 && entry.color == color) chosen.push_back({{entry.key, i}, members_[i]});
   }
   runtime_->context_taken(context);
-  if (color < 0) return nullptr;
   std::sort(chosen.begin(), chosen.end());
+  int new_root = chosen.empty() ? -1 : chosen.front().first.second;  // in this communicator
+  if (new_root != rank_) give_back();
+  if (color < 0) return nullptr;
   std::vector<int> members;
   int new_rank = -1;
   for (const auto& [order, world_rank] : chosen) {
     if (order.second == rank_) new_rank = static_cast<int>(members.size());
     members.push_back(world_rank);
   }
-  return std::make_shared<Communicator>(runtime_, context, std::move(members), new_rank);
+  return std::make_shared<Communicator>(runtime_, context, std::move(members), new_rank, offered[new_root]);
 }
 
 }  // namespace rma

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/barrier_board.hpp"
 #include "runtime/message_matcher.hpp"
+#include "runtime/shared_barrier.hpp"
 #include "window/reduce.hpp"
 
 namespace rma {
@@ -63,8 +65,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   static constexpr int kAnyTag = -1;
 
   // The runtime must be connected (its topology known). members: world ranks; rank: this
-  // rank's index in members.
-  Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank);
+  // rank's index in members. barrier_slot: the slot of members[0]'s barrier board that this
+  // communicator's barrier may use when its members share a host (runtime/barrier_board.hpp;
+  // every member passes the same), or -1: its barrier goes through messages.
+  Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank,
+               int barrier_slot = -1);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(members_.size()); }
@@ -77,6 +85,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The ranks (in this communicator) of the members on this rank's host, ascending; this
   // rank among them.
   const std::vector<int>& host_ranks() const noexcept { return host_ranks_; }
+  // Whether barrier() meets in shared memory (else through messages).
+  bool barrier_in_shared_memory() const noexcept { return shared_barrier_ != nullptr; }
 
   // Returns once the message is on its way (it does not wait for the matching recv).
   void send(std::span<const std::byte> data, int dest, int tag);
@@ -88,6 +98,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<PendingReceive> irecv(int source, int tag);
 
   // The collectives; `call` names the call they serve in their errors.
+  // In shared memory when every member shares this host, else through messages.
   void barrier(const CallName& call = {});
   Bytes bcast(Bytes data, int root, const CallName& call = {});
   // Root receives everyone's data in rank order; the others get an empty vector.
@@ -137,6 +148,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int rank_;
   bool on_one_host_;
   std::vector<int> host_ranks_;
+  // The barrier in shared memory, when every member shares this host; null: through messages.
+  int barrier_slot_;
+  std::shared_ptr<BarrierBoard> barrier_board_;               // members[0]'s, holding the slot
+  std::vector<std::shared_ptr<BarrierBoard>> member_boards_;  // mapped while their bells are used
+  std::unique_ptr<SharedBarrier> shared_barrier_;
 };
 
 }  // namespace rma

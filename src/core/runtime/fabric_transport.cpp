@@ -59,6 +59,10 @@ class FabricTransport final : public Transport {
   // engine may sleep on it); null when a peer cannot (another host), so sleeping would miss
   // its traffic.
   Bell* incoming_bell() override { return link_.reached_by_everyone() ? &link_.bell() : nullptr; }
+  // Not when messages between the ranks of a host go through the fabric too: then so do barriers.
+  std::shared_ptr<BarrierBoard> barrier_board(int rank) override {
+    return inbox_messages_ ? link_.board(rank) : nullptr;
+  }
 
  private:
   void check_target(int target, const char* call) const;

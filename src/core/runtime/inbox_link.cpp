@@ -8,13 +8,22 @@ namespace rma {
 
 static_assert(kFragmentBytes <= ShmInbox::kSlotBytes, "an inbox slot holds a whole fragment");
 
+namespace {
+std::shared_ptr<BarrierBoard> board_of(const std::shared_ptr<ShmInbox>& inbox) {
+  return std::make_shared<BarrierBoard>(inbox, inbox->board(), inbox->ranks(), &inbox->bell());
+}
+}  // namespace
+
 InboxLink::InboxLink(Transport& owner, MessageRouter& router, double timeout_seconds)
     : owner_(owner),
       router_(router),
       timeout_seconds_(timeout_seconds),
       inbox_(ShmInbox::create(owner.size())),
       peers_(owner.size()),
-      push_mutexes_(new std::mutex[owner.size()]) {}
+      push_mutexes_(new std::mutex[owner.size()]) {
+  boards_.resize(owner.size());
+  boards_[owner.rank()] = board_of(inbox_);
+}
 
 void InboxLink::connect(const std::vector<std::string>& names, const Topology& topology) {
   reached_by_everyone_ = true;
@@ -26,6 +35,7 @@ void InboxLink::connect(const std::vector<std::string>& names, const Topology& t
     }
     try {
       peers_[peer] = ShmInbox::open(names[peer], owner_.size());
+      boards_[peer] = board_of(peers_[peer]);
     } catch (const RmaError&) {
       reached_by_everyone_ = false;
     }

@@ -1,6 +1,7 @@
 // Active messages between the ranks of one host through their shared-memory inboxes
 // (shm_inbox.hpp), past libfabric: this rank's inbox, the inboxes of the other ranks of its
-// host, and their bells, which a sender rings so that a sleeping target wakes.
+// host, and their bells, which a sender rings so that a sleeping target wakes; and the barrier
+// boards in those inboxes.
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/barrier_board.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/message_router.hpp"
 #include "runtime/shm_inbox.hpp"
@@ -53,15 +55,20 @@ class InboxLink {
   // thread at a time takes them: another that calls meanwhile gets 0.
   size_t drain(Fragments& arrived);
   Bell& bell() { return inbox_->bell(); }
+  // The barrier board of `rank` (this rank's own too); null for a rank not reached.
+  std::shared_ptr<BarrierBoard> board(int rank) const {
+    return rank >= 0 && rank < static_cast<int>(boards_.size()) ? boards_[rank] : nullptr;
+  }
 
  private:
   Transport& owner_;
   MessageRouter& router_;
   double timeout_seconds_;
-  std::shared_ptr<ShmInbox> inbox_;               // this rank's (and its bell)
-  std::vector<std::shared_ptr<ShmInbox>> peers_;  // by rank; null: not reached
-  std::unique_ptr<std::mutex[]> push_mutexes_;    // one producer per peer's ring
-  std::mutex drain_mutex_;                        // one consumer of ours
+  std::shared_ptr<ShmInbox> inbox_;                    // this rank's (and its bell)
+  std::vector<std::shared_ptr<ShmInbox>> peers_;       // by rank; null: not reached
+  std::vector<std::shared_ptr<BarrierBoard>> boards_;  // by rank, this rank's too; null: not reached
+  std::unique_ptr<std::mutex[]> push_mutexes_;         // one producer per peer's ring
+  std::mutex drain_mutex_;                             // one consumer of ours
   bool reached_by_everyone_ = false;
 };
 

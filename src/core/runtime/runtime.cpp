@@ -84,7 +84,7 @@ std::shared_ptr<Communicator> Runtime::world() {
   require_active("world");
   std::vector<int> everyone(size());
   for (int i = 0; i < size(); ++i) everyone[i] = i;
-  return std::make_shared<Communicator>(shared_from_this(), 0, std::move(everyone), rank());
+  return std::make_shared<Communicator>(shared_from_this(), 0, std::move(everyone), rank(), BarrierBoard::kWorldSlot);
 }
 
 void Runtime::mark_peer_dead(int rank) noexcept {

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/barrier_board.hpp"
+
 namespace rma {
 
 namespace {
@@ -26,7 +28,10 @@ constexpr size_t kRingHeaderBytes = 128;                   // sizeof(Ring)
 constexpr size_t kRingBytes = kRingHeaderBytes + ShmInbox::kSlots * kSlotStride;
 }  // namespace
 
-size_t ShmInbox::bytes(int ranks) { return sizeof(InboxHeader) + static_cast<size_t>(ranks) * kRingBytes; }
+// The segment: the header, the barrier board, then one ring per source.
+size_t ShmInbox::board_at() { return sizeof(InboxHeader); }
+size_t ShmInbox::rings_at(int ranks) { return (board_at() + BarrierBoard::bytes(ranks) + 63) / 64 * 64; }
+size_t ShmInbox::bytes(int ranks) { return rings_at(ranks) + static_cast<size_t>(ranks) * kRingBytes; }
 
 std::shared_ptr<ShmInbox> ShmInbox::create(int ranks) {
   // Sparse: a ring's pages are touched only when its source sends.
@@ -41,8 +46,10 @@ std::shared_ptr<ShmInbox> ShmInbox::open(const std::string& name, int ranks) {
 
 Bell& ShmInbox::bell() { return reinterpret_cast<InboxHeader*>(segment_->data())->bell; }
 
+std::byte* ShmInbox::board() { return segment_->data() + board_at(); }
+
 ShmInbox::Ring& ShmInbox::ring(int source) {
-  return *reinterpret_cast<Ring*>(segment_->data() + sizeof(InboxHeader) + static_cast<size_t>(source) * kRingBytes);
+  return *reinterpret_cast<Ring*>(segment_->data() + rings_at(ranks_) + static_cast<size_t>(source) * kRingBytes);
 }
 
 std::byte* ShmInbox::slot(int source, uint64_t index) {

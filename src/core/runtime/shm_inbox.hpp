@@ -1,9 +1,10 @@
 // A rank's inbox in shared memory: one ring of message fragments per source rank of its host,
-// and the rank's bell. Peers on the same host send active messages by copying fragments into
-// the ring (single producer: the source; single consumer: the owner) and ringing the bell; the
-// owner's progress takes them out and hands them to the message assembler like fragments that
-// came through libfabric. No provider, no completion queue, no target-side copy engine: a
-// small message costs two copies and two cache lines.
+// the rank's bell, and its barrier board (runtime/barrier_board.hpp). Peers on the same host
+// send active messages by copying fragments into the ring (single producer: the source; single
+// consumer: the owner) and ringing the bell; the owner's progress takes them out and hands them
+// to the message assembler like fragments that came through libfabric. No provider, no
+// completion queue, no target-side copy engine: a small message costs two copies and two cache
+// lines.
 //
 // The segment is named "<pid>-rma-inbox-<n>" (see shared_segment.hpp) and lives until the
 // owner's transport closes; rmarun and rma.init remove those of killed processes.
@@ -33,7 +34,10 @@ class ShmInbox {
   static std::shared_ptr<ShmInbox> open(const std::string& name, int ranks);
 
   const std::string& name() const { return segment_->name(); }
+  int ranks() const noexcept { return ranks_; }
   Bell& bell();
+  // The memory of the rank's barrier board: BarrierBoard::bytes(ranks()), zero-filled at first.
+  std::byte* board();
 
   // Producer (the source rank, one thread at a time): copies header and payload into the
   // ring from `source` as one fragment; false if the ring is full (nothing written).
@@ -56,6 +60,8 @@ class ShmInbox {
   struct Ring;
   ShmInbox(std::shared_ptr<SharedSegment> segment, int ranks) : segment_(std::move(segment)), ranks_(ranks) {}
   static size_t bytes(int ranks);
+  static size_t board_at();
+  static size_t rings_at(int ranks);
   Ring& ring(int source);
   std::byte* slot(int source, uint64_t index);
   std::atomic<uint64_t>& head_of(int source);

@@ -19,6 +19,8 @@
 
 namespace rma {
 
+class BarrierBoard;
+
 // What a peer needs in order to reach a registered region; exchanged at window creation.
 struct RegionDescriptor {
   uint64_t base = 0;    // address peers use for offset 0 (a virtual address or 0)
@@ -98,6 +100,10 @@ class Transport {
   // A bell that every peer rings after posting anything to this rank, on which an idle
   // progress engine may sleep; null if there is none (then it polls).
   virtual Bell* incoming_bell() { return nullptr; }
+  // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
+  // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
+  // (then communicators meet through messages).
+  virtual std::shared_ptr<BarrierBoard> barrier_board(int /*rank*/) { return nullptr; }
 
   // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
   // TimeoutError at the deadline, Interrupted at a SIGINT (see interrupts.hpp) unless

@@ -7,6 +7,15 @@
 
 namespace rma {
 
+int usable_cpus() {
+  static const int cpus = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    return std::max(1, CPU_COUNT(&set));
+  }();
+  return cpus;
+}
+
 Deadline Deadline::after(double seconds) {
   if (seconds <= 0) return never();
   auto span = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));

@@ -23,6 +23,9 @@ class Deadline {
   double seconds_;
 };
 
+// The CPUs this process may run on (its affinity mask), read once.
+int usable_cpus();
+
 // Escalating idle strategy of a polling loop, by time since the last useful work: spin at
 // first (answers arrive within microseconds while messages flow), then yield the CPU (ranks
 // often outnumber cores), then sleep for doubling intervals up to a cap. reset() after work.

@@ -36,12 +36,22 @@ std::shared_ptr<SharedSegment> SharedControl::create_block(int ranks) {
 
 SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank,
                              std::function<void(const char*)> stalled)
-    : blocks_(std::move(blocks)), rank_(rank), stalled_(std::move(stalled)) {
+    : blocks_(std::move(blocks)), rank_(rank), stalled_(std::move(stalled)), fence_(make_fence()) {
   Layout at = layout(size(), sizeof(Header));
   posts_at_ = at.posts;
   completes_at_ = at.completes;
   grants_at_ = at.grants;
   queue_at_ = at.queue;
+}
+
+SharedBarrier SharedControl::make_fence() const {
+  std::vector<std::atomic<uint32_t>*> arrived_for;
+  std::vector<Bell*> bells;
+  for (int rank = 0; rank < size(); ++rank) {
+    arrived_for.push_back(&header(rank).fence_arrived_for);
+    bells.push_back(&header(rank).bell);
+  }
+  return SharedBarrier(&header(0).fence, std::move(arrived_for), std::move(bells), rank_);
 }
 
 void SharedControl::notify(std::atomic<uint64_t>* (SharedControl::*counters)(int), int receiver) {
@@ -61,35 +71,6 @@ void SharedControl::acquire(std::atomic<uint32_t>& spin, const char* what) {
       }
     }
   } while (spin.exchange(1, std::memory_order_acquire) != 0);
-}
-
-uint32_t SharedControl::arrive() {
-  Header& root = header(0);
-  uint32_t generation = root.fence_generation.load(std::memory_order_acquire);
-  header(rank_).fence_arrived_for.store(generation + 1, std::memory_order_relaxed);
-  if (root.fence_arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
-    // The last to arrive opens the next round and lets everyone go.
-    root.fence_arrived.store(0, std::memory_order_relaxed);
-    root.fence_generation.fetch_add(1, std::memory_order_seq_cst);
-    for (int rank = 0; rank < size(); ++rank) {
-      if (rank != rank_) bell(rank).ring();
-    }
-  }
-  return generation;
-}
-
-bool SharedControl::passed(uint32_t generation) const {
-  return header(0).fence_generation.load(std::memory_order_acquire) != generation;
-}
-
-std::vector<int> SharedControl::missing(uint32_t generation) const {
-  // While this rank waits at `generation`, nobody can be a round ahead: a rank that did not
-  // store generation + 1 has not arrived.
-  std::vector<int> ranks;
-  for (int rank = 0; rank < size(); ++rank) {
-    if (header(rank).fence_arrived_for.load(std::memory_order_relaxed) != generation + 1) ranks.push_back(rank);
-  }
-  return ranks;
 }
 
 }  // namespace rma

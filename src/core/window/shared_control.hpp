@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/bell.hpp"
+#include "runtime/shared_barrier.hpp"
 #include "runtime/shared_segment.hpp"
 #include "runtime/waiting.hpp"
 #include "window/lock_queue.hpp"
@@ -73,19 +74,15 @@ class SharedControl {
     spin.store(0, std::memory_order_release);
   }
 
-  // The fence barrier among every rank, at rank 0's block: arrive, then wait with
-  // wait(generation changed) (the caller's wait loop checks peers and deadlines).
-  uint32_t arrive();  // returns the generation to wait past (the barrier is done when it changes)
-  bool passed(uint32_t generation) const;
-  // The ranks that have not arrived for `generation` yet (for the messages of a long wait).
-  std::vector<int> missing(uint32_t generation) const;
+  // The fence barrier among every rank: its round at rank 0's block, each rank's word and bell
+  // at its own.
+  SharedBarrier& fence() noexcept { return fence_; }
 
  private:
   struct alignas(64) Header {
     Bell bell;
-    alignas(64) std::atomic<uint32_t> fence_arrived;
-    std::atomic<uint32_t> fence_generation;
-    // At this rank's own block: 1 + the generation it last arrived for (0: none yet).
+    alignas(64) BarrierRound fence;  // used at rank 0's block only
+    // At this rank's own block: 1 + the fence generation it last arrived for (0: none yet).
     alignas(64) std::atomic<uint32_t> fence_arrived_for;
     alignas(64) std::atomic<uint32_t> queue_spin;
     alignas(64) std::atomic<uint32_t> accumulate_spin;
@@ -93,6 +90,7 @@ class SharedControl {
   // A spin lock around a few instructions (or one accumulate): yields while contended,
   // since the holder may be a process descheduled on an oversubscribed host.
   void acquire(std::atomic<uint32_t>& spin, const char* what);
+  SharedBarrier make_fence() const;
   static constexpr std::chrono::milliseconds kStallCheck{10};
   Header& header(int rank) const { return *reinterpret_cast<Header*>(blocks_[rank]->data()); }
   template <class T>
@@ -105,6 +103,7 @@ class SharedControl {
   int rank_;
   std::function<void(const char*)> stalled_;
   size_t posts_at_, completes_at_, grants_at_, queue_at_;
+  SharedBarrier fence_;
 };
 
 }  // namespace rma

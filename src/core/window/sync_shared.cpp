@@ -10,12 +10,6 @@
 namespace rma {
 
 namespace {
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 const char* lock_name(int type) { return type == kLockExclusiveType ? "exclusive" : "shared"; }
 }  // namespace
 
@@ -46,18 +40,11 @@ void SharedSync::wake(int target) {
 
 void SharedSync::barrier() {
   // Everyone's direct stores are done: meet in shared memory.
-  uint32_t round = control_->arrive();
-  // The others are usually there within a microsecond or two: look a few times before
-  // setting up a wait.
-  for (int look = 0; look < 64 && !control_->passed(round); ++look) cpu_relax();
-  if (control_->passed(round)) return;
-  comm_->runtime().transport().wait_until([&] { return control_->passed(round); }, comm_->runtime().deadline(),
-                                          comm_->members(),
-                                          [&] {
-                                            return where_("fence", -1) + " (waiting for ranks " +
-                                                   Epochs::ranks_text(control_->missing(round)) + " to fence)";
-                                          },
-                                          bell());
+  Runtime& runtime = comm_->runtime();
+  control_->fence().pass(
+      runtime.transport(), runtime.deadline(), comm_->members(), [&](const std::vector<int>& missing) {
+        return where_("fence", -1) + " (waiting for ranks " + Epochs::ranks_text(missing) + " to fence)";
+      });
 }
 
 void SharedSync::notify(Notice notice, const std::vector<int>& ranks) {

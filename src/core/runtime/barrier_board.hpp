@@ -1,0 +1,60 @@
+// A rank's board of barrier slots, in its shared-memory inbox (runtime/shm_inbox.hpp), which
+// every rank of its host maps. The barrier of a communicator whose members all share a host
+// lives in a slot of its rank 0's board (the round and every member's word of a
+// runtime/shared_barrier.hpp barrier), so a communicator needs no shared segment of its own
+// and costs nothing to make: the world's barrier is slot 0 of world rank 0's board; every other
+// communicator takes a slot its rank 0 offered while it was made (Communicator::split), and
+// gives it back when its rank 0 drops it.
+#pragma once
+
+#include <atomic>
+#include <bitset>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "runtime/bell.hpp"
+#include "runtime/shared_barrier.hpp"
+
+namespace rma {
+
+class BarrierBoard {
+ public:
+  static constexpr int kSlots = 64;
+  static constexpr int kWorldSlot = 0;
+  // Bytes of a board for a job of `ranks` ranks (a communicator has at most that many).
+  static size_t bytes(int ranks);
+
+  // memory: bytes(ranks) zero-filled bytes in shared memory, mapped as long as `mapping`
+  // lives; bell: where the board's owner sleeps while it waits.
+  BarrierBoard(std::shared_ptr<const void> mapping, std::byte* memory, int ranks, Bell* bell)
+      : mapping_(std::move(mapping)), memory_(memory), ranks_(ranks), bell_(bell) {}
+
+  Bell& bell() noexcept { return *bell_; }
+  BarrierRound& round(int slot) noexcept { return *reinterpret_cast<BarrierRound*>(at(slot)); }
+  // The members' words of the slot's barrier, by rank in its communicator.
+  std::atomic<uint32_t>* arrived_for(int slot) noexcept {
+    return reinterpret_cast<std::atomic<uint32_t>*>(at(slot) + kRoundBytes);
+  }
+
+  // On the owner's own board: a free slot, or -1 when every slot is taken (that communicator
+  // then meets through messages).
+  int offer();
+  // Gives a slot back once its communicator is gone; a slot whose round was left unfinished
+  // (a rank stopped inside a barrier) is never handed out again.
+  void release(int slot);
+
+ private:
+  static constexpr size_t kRoundBytes = 64;  // the round on a cache line of its own
+  std::byte* at(int slot) const noexcept { return memory_ + static_cast<size_t>(slot) * stride(ranks_); }
+  static size_t stride(int ranks);
+  std::shared_ptr<const void> mapping_;
+  std::byte* memory_;
+  int ranks_;
+  Bell* bell_;
+  std::mutex mutex_;
+  std::bitset<kSlots> taken_{1u << kWorldSlot};
+};
+
+}  // namespace rma

@@ -1,0 +1,142 @@
+"""The barrier of a communicator whose ranks share a host meets in shared memory, in a slot of
+its rank 0's barrier board (runtime/barrier_board.hpp): communicators made and dropped give
+their slots back, two live communicators never share one, a full board falls back to messages,
+the last rank to arrive wakes the sleepers, and a rank interrupted inside a barrier counts once
+when it comes back."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import rma
+
+SLOTS = 64  # BarrierBoard::kSlots
+LIBFABRIC = os.environ.get("RMA_TRANSPORT") == "libfabric"
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4])
+def test_a_barrier_meets_in_shared_memory_unless_libfabric_carries_everything(comm):
+    expected = comm.size > 1 and not LIBFABRIC
+    assert comm._core.barrier_in_shared_memory is expected
+    assert comm.dup()._core.barrier_in_shared_memory is expected
+    half = comm.split(comm.rank % 2)
+    assert half._core.barrier_in_shared_memory is (half.size > 1 and not LIBFABRIC)
+
+
+@pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
+@pytest.mark.rma(nprocs=[2, 3], timeout=120)
+def test_communicators_made_and_dropped_give_their_slots_back(comm):
+    # Three times as many as a board holds, each dropped before the next: every one still gets
+    # a slot, and every window's own communicator too.
+    for _ in range(3 * SLOTS):
+        other = comm.dup()
+        assert other._core.barrier_in_shared_memory
+        other.barrier()
+        del other
+    for _ in range(SLOTS + 8):
+        win = rma.Window.allocate(comm, 1, "int64")
+        win.free()
+    assert comm.dup()._core.barrier_in_shared_memory
+
+
+@pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
+@pytest.mark.rma(nprocs=[2, 4], timeout=120)
+def test_a_full_board_falls_back_to_messages_and_every_barrier_still_waits(comm):
+    alive = [comm.dup() for _ in range(SLOTS + 4)]
+    shared = [c._core.barrier_in_shared_memory for c in alive]
+    # The world holds slot 0 of rank 0's board, `comm` maybe another: the rest fit until the
+    # board is full, and the others meet through messages.
+    fitted = shared.count(True)
+    assert SLOTS - 3 <= fitted < SLOTS and shared == [True] * fitted + [False] * (len(alive) - fitted)
+    for c in (alive[0], alive[-1]):
+        if c.rank == c.size - 1:
+            time.sleep(0.3)
+        began = time.perf_counter()
+        c.barrier()
+        if c.rank != c.size - 1:
+            assert time.perf_counter() - began > 0.2
+    del alive
+    assert comm.dup()._core.barrier_in_shared_memory
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4], timeout=60)
+def test_arrivals_at_one_communicator_never_pass_another(comm):
+    # Rank 0 waits in a's barrier while the others wait in b's: neither may pass (they would
+    # if the two shared a slot). Then each side comes to the other's, and both pass.
+    a, b = comm.dup(), comm.dup()
+    first, second = (a, b) if comm.rank == 0 else (b, a)
+    waiting = threading.Thread(target=first.barrier)
+    waiting.start()
+    time.sleep(0.5)
+    still_waiting = waiting.is_alive()
+    comm.allgather(still_waiting)  # every rank has looked before anyone crosses over
+    assert still_waiting, "a barrier passed with ranks still in another communicator's"
+    second.barrier()
+    waiting.join(10)
+    assert not waiting.is_alive()
+
+
+@pytest.mark.skipif(LIBFABRIC, reason="through libfabric waits poll the fabric, not a bell")
+@pytest.mark.rma(nprocs=[2, 4], timeout=60)
+def test_the_last_rank_to_arrive_wakes_the_sleepers(comm):
+    # The others sleep on their bells by the time the last rank comes (after 1 s); its ring
+    # must wake them at once: 0.1-0.4 ms here, against 2-5 ms without it.
+    late = comm.size - 1
+    delays = []
+    for _ in range(4):
+        comm.barrier()
+        if comm.rank == late:
+            time.sleep(1.0)
+            arrived = time.time()
+            comm.barrier()
+            time.sleep(0.2)  # (a message would ring their bells too)
+            comm.bcast(arrived, root=late)
+        else:
+            comm.barrier()
+            left = time.time()
+            delays.append(left - comm.bcast(None, root=late))
+    if comm.rank != late:
+        assert min(delays) < 0.001, delays
+
+
+def rmarun(size, code):
+    return subprocess.run(
+        [sys.executable, "-m", "rma", "-n", str(size), "--tag-output", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
+    # Rank 0 arrives, is interrupted, and comes back to the same barrier: it must still wait
+    # for the last rank, which comes 2 s later (counted twice, it would let the round pass
+    # without it).
+    code = """
+        import os, signal, threading, time, rma
+        comm = rma.init()
+        comm.barrier()
+        began = time.monotonic()
+        if comm.rank == 0:
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            try:
+                comm.barrier()
+            except KeyboardInterrupt:
+                comm.barrier()
+            print("waited", round(time.monotonic() - began, 1))
+        elif comm.rank == comm.size - 1:
+            time.sleep(2.0)
+            comm.barrier()
+        else:
+            comm.barrier()
+    """
+    out = rmarun(size, code)
+    assert out.returncode == 0, out.stderr
+    waited = [line for line in out.stdout.splitlines() if line.startswith("[0] waited")]
+    assert waited and float(waited[0].split()[-1]) >= 1.8, out.stdout
