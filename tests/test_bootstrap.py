@@ -291,3 +291,49 @@ def test_a_stale_shm_file_with_our_pid_does_not_stop_init():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "[0]\n"
+
+
+MAPPED_ALONE = """
+import ctypes, rma
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+rma.init()
+before = libc.mallinfo2().hblks
+buffer = bytes(4 << 20)  # a large message's size
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""), reason="AddressSanitizer replaces malloc")
+@pytest.mark.parametrize(
+    "setting, mapped_alone",
+    [
+        ({}, 0),
+        ({"RMA_MALLOC_TUNING": "1"}, 0),
+        ({"RMA_MALLOC_TUNING": "0"}, 1),
+        ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1000000"}, 1),
+    ],
+)
+def test_rma_malloc_tuning_keeps_large_buffers_on_the_heap(setting, mapped_alone):
+    # Mapped alone, every large message buffer is faulted in afresh (rma/_job/join.py says why).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_", "GLIBC_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", MAPPED_ALONE], env={**env, **setting}, capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == mapped_alone
+
+
+def test_a_malloc_tuning_setting_that_does_not_exist_stops_init():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "OMPI_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", "import rma; rma.init()"],
+        env={**env, "RMA_MALLOC_TUNING": "yes"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode != 0 and "RMA_MALLOC_TUNING='yes': use 1 or 0" in out.stderr

@@ -3,6 +3,7 @@
 
 #include "runtime/communicator.hpp"
 #include "runtime/interrupts.hpp"
+#include "runtime/malloc_tuning.hpp"
 #include "runtime/provider_info.hpp"
 #include "runtime/runtime.hpp"
 
@@ -20,6 +21,8 @@ void register_runtime(py::module_& m) {
   m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use.");
   m.def("chain_interrupt_handler", &rma::chain_interrupt_handler,
         "Let SIGINT interrupt blocking rma calls too (chains in front of Python's handler).");
+  m.def("tune_malloc", &rma::tune_malloc,
+        "Raise glibc's mmap and trim thresholds so that message buffers are reused (RMA_MALLOC_TUNING).");
   m.def("usable_providers", &rma::usable_providers,
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
 

@@ -30,7 +30,7 @@ int main() {
     MessageAssembler assembler(2);
     std::vector<ActiveMessage> ready;
     assembler.add(header(1, 0, 0, 5), bytes("hello"), ready);
-    assembler.add(header(1, 1, 0, 0), {}, ready);
+    assembler.add(header(1, 1, 0, 0), std::span<const std::byte>(), ready);
     CHECK(ready.size() == 2);
     CHECK(text(ready[0].payload) == "hello");
     CHECK(ready[0].source == 1 && ready[0].handler == 7);
@@ -58,6 +58,19 @@ int main() {
     assembler.add(header(0, 0, 0, 11), bytes("hello "), ready);
     CHECK(ready.size() == 1);
     CHECK(text(ready[0].payload) == "hello world");
+  });
+
+  test::run("fragments in order, then a message that waited for them", [] {
+    // The second message, whole, comes before the first is complete: it waits, then follows.
+    MessageAssembler assembler(1);
+    std::vector<ActiveMessage> ready;
+    assembler.add(header(0, 0, 0, 9), bytes("one "), ready);
+    assembler.add(header(0, 1, 0, 3), bytes("two"), ready);
+    CHECK(ready.empty());
+    assembler.add(header(0, 0, 4, 9), bytes("three"), ready);
+    CHECK(ready.size() == 2);
+    CHECK(text(ready[0].payload) == "one three" && text(ready[1].payload) == "two");
+    CHECK(assembler.pending() == 0);
   });
 
   test::run("sources are independent", [] {

@@ -66,6 +66,16 @@ def _float_setting(name: str, default: float) -> float:
         raise BootstrapError(f"rma.init: {name}={value!r} is not a number") from None
 
 
+def malloc_tuning() -> bool:
+    """Whether rma.init raises glibc's malloc thresholds (RMA_MALLOC_TUNING, default 1): not when
+    the user set them through GLIBC_TUNABLES."""
+    value = os.environ.get("RMA_MALLOC_TUNING", "").strip() or "1"
+    if value not in ("0", "1"):
+        raise BootstrapError(f"rma.init: RMA_MALLOC_TUNING={value!r}: use 1 or 0")
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return value == "1" and "malloc.mmap_threshold" not in tunables and "malloc.trim_threshold" not in tunables
+
+
 def requested_transport() -> str:
     """Return RMA_TRANSPORT (auto, shared-memory or libfabric), the one place it is read.
 
@@ -136,6 +146,8 @@ def _open_runtime(rank: int, size: int, provider: str, node: str, timeout: float
     """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
     provider's regions, rma's bells): a file named after our own pid would make ours fail."""
     remove_stale_shm_files()
+    if malloc_tuning():
+        _core.tune_malloc()
     hang_report = _float_setting("RMA_HANG_REPORT", 10.0)
     return _core.Runtime(rank, size, provider, node, timeout, sleep_us, transport, hang_report)
 

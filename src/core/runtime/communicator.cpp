@@ -115,11 +115,12 @@ void Communicator::check_rank(int rank, const char* call, const char* role) cons
 }
 
 void Communicator::post(int dest, int32_t tag, std::span<const std::byte> data) {
+  // [data][context u32][tag i32]: behind the data, the receiver takes them off without moving it.
   Bytes message;
-  message.reserve(8 + data.size());
+  message.reserve(data.size() + 8);
+  append(message, data.data(), data.size());
   append(message, &context_, 4);
   append(message, &tag, 4);
-  append(message, data.data(), data.size());
   runtime_->transport().send(members_[dest], kCommunicatorMessage, message);
 }
 

@@ -43,13 +43,16 @@ class MessageAssembler {
   // Takes one fragment; appends to `ready` every message this completes, in source order.
   // Throws RmaError on a malformed fragment.
   void add(const FragmentHeader& header, std::span<const std::byte> payload, std::vector<ActiveMessage>& ready);
+  // The same, taking the payload's bytes (a whole message is handed on without a copy).
+  void add(const FragmentHeader& header, std::vector<std::byte>&& payload, std::vector<ActiveMessage>& ready);
   // Messages begun or waiting for earlier ones (for diagnostics and tests).
   size_t pending() const;
 
  private:
   struct Partial {
     uint16_t handler = 0;
-    std::vector<std::byte> data;
+    std::vector<std::byte> data;  // grows as fragments come; total bytes once all did
+    uint64_t total = 0;
     uint64_t received = 0;
   };
   struct Source {

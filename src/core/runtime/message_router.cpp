@@ -81,7 +81,7 @@ void MessageRouter::dispatch(Fragments& batch) {
   std::vector<ActiveMessage> ready;
   for (auto& [header, payload] : batch) {
     try {
-      assembler_.add(header, payload, ready);
+      assembler_.add(header, std::move(payload), ready);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
     }

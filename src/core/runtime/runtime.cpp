@@ -38,14 +38,15 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.inbox_messages = options.transport != TransportSetting::Libfabric;
   transport_ = open_fabric_transport(fabric);
   transport_->report_hangs_after(options.hang_report_seconds);
-  // Communicator messages: [context u32][tag i32][data].
+  // Communicator messages: [data][context u32][tag i32] (Communicator::post).
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
     if (payload.size() < 8) throw RmaError("rma: truncated communicator message");
     uint32_t context;
     int32_t tag;
-    std::memcpy(&context, payload.data(), 4);
-    std::memcpy(&tag, payload.data() + 4, 4);
-    payload.erase(payload.begin(), payload.begin() + 8);
+    size_t data_bytes = payload.size() - 8;
+    std::memcpy(&context, payload.data() + data_bytes, 4);
+    std::memcpy(&tag, payload.data() + data_bytes + 4, 4);
+    payload.resize(data_bytes);
     matcher_.deliver(context, source, tag, std::move(payload));
   });
 }

@@ -49,7 +49,7 @@ Bell& ShmInbox::bell() { return reinterpret_cast<InboxHeader*>(segment_->data())
 std::byte* ShmInbox::board() { return segment_->data() + board_at(); }
 
 ShmInbox::Ring& ShmInbox::ring(int source) {
-  return *reinterpret_cast<Ring*>(segment_->data() + rings_at(ranks_) + static_cast<size_t>(source) * kRingBytes);
+  return *reinterpret_cast<Ring*>(rings_ + static_cast<size_t>(source) * kRingBytes);
 }
 
 std::byte* ShmInbox::slot(int source, uint64_t index) {

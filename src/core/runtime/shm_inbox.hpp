@@ -58,7 +58,8 @@ class ShmInbox {
 
  private:
   struct Ring;
-  ShmInbox(std::shared_ptr<SharedSegment> segment, int ranks) : segment_(std::move(segment)), ranks_(ranks) {}
+  ShmInbox(std::shared_ptr<SharedSegment> segment, int ranks)
+      : segment_(std::move(segment)), ranks_(ranks), rings_(segment_->data() + rings_at(ranks)) {}
   static size_t bytes(int ranks);
   static size_t board_at();
   static size_t rings_at(int ranks);
@@ -70,6 +71,7 @@ class ShmInbox {
 
   std::shared_ptr<SharedSegment> segment_;
   int ranks_;
+  std::byte* rings_;  // where the first ring begins (computed once: every push and drain needs it)
 };
 
 }  // namespace rma
