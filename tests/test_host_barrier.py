@@ -142,3 +142,24 @@ def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
     assert out.returncode == 0, out.stderr
     waited = [line for line in out.stdout.splitlines() if line.startswith("[0] waited")]
     assert waited and float(waited[0].split()[-1]) >= 1.8, out.stdout
+
+
+def test_a_rank_that_ends_holding_communicators_leaves_nothing_in_dev_shm():
+    # Communicators map their members' inboxes (for the barrier board); a rank that finalizes
+    # and then ends without dropping them (os._exit, as forked workers do) must still have
+    # removed its inbox's name.
+    code = """
+        import os, rma
+        comm = rma.init()
+        kept = [comm.dup() for _ in range(3)]
+        kept[0].barrier()
+        print("pid", os.getpid(), flush=True)
+        rma.finalize()
+        os._exit(0)
+    """
+    out = rmarun(2, code)
+    assert out.returncode == 0, out.stderr
+    pids = [line.split()[-1] for line in out.stdout.splitlines() if " pid " in line]
+    assert len(pids) == 2, out.stdout
+    left = [name for name in os.listdir("/dev/shm") if name.startswith(tuple(f"{pid}-rma-" for pid in pids))]
+    assert left == []

@@ -25,6 +25,8 @@ InboxLink::InboxLink(Transport& owner, MessageRouter& router, double timeout_sec
   boards_[owner.rank()] = board_of(inbox_);
 }
 
+InboxLink::~InboxLink() { inbox_->unlink(); }
+
 void InboxLink::connect(const std::vector<std::string>& names, const Topology& topology) {
   reached_by_everyone_ = true;
   for (int peer = 0; peer < owner_.size(); ++peer) {

@@ -25,6 +25,11 @@ class InboxLink {
   // send that waits for room, for at most timeout_seconds; `router` numbers the messages.
   // Throws RmaError when the shared memory cannot be made.
   InboxLink(Transport& owner, MessageRouter& router, double timeout_seconds);
+  // Removes this rank's inbox name from /dev/shm even while communicators still map its
+  // barrier board (a process may end without dropping them).
+  ~InboxLink();
+  InboxLink(const InboxLink&) = delete;
+  InboxLink& operator=(const InboxLink&) = delete;
 
   // What the ranks of this host open to reach this rank's inbox.
   const std::string& name() const { return inbox_->name(); }

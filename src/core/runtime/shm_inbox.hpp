@@ -34,6 +34,8 @@ class ShmInbox {
   static std::shared_ptr<ShmInbox> open(const std::string& name, int ranks);
 
   const std::string& name() const { return segment_->name(); }
+  // Removes the name (the owner's, once nobody needs to open it any more); the mapping stays.
+  void unlink() noexcept { segment_->unlink(); }
   int ranks() const noexcept { return ranks_; }
   Bell& bell();
   // The memory of the rank's barrier board: BarrierBoard::bytes(ranks()), zero-filled at first.
