@@ -15,6 +15,8 @@ import time
 import pytest
 
 import rma
+from handmade_ranks import finish, start_ranks
+from rma._job.store_server import StoreServer
 
 SLOTS = 64  # BarrierBoard::kSlots
 LIBFABRIC = os.environ.get("RMA_TRANSPORT") == "libfabric"
@@ -147,19 +149,27 @@ def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
 def test_a_rank_that_ends_holding_communicators_leaves_nothing_in_dev_shm():
     # Communicators map their members' inboxes (for the barrier board); a rank that finalizes
     # and then ends without dropping them (os._exit, as forked workers do) must still have
-    # removed its inbox's name.
+    # removed its inbox's name. Started by hand: rmarun would clean up after its ranks.
     code = """
-        import os, rma
-        comm = rma.init()
-        kept = [comm.dup() for _ in range(3)]
-        kept[0].barrier()
-        print("pid", os.getpid(), flush=True)
-        rma.finalize()
-        os._exit(0)
-    """
-    out = rmarun(2, code)
-    assert out.returncode == 0, out.stderr
-    pids = [line.split()[-1] for line in out.stdout.splitlines() if " pid " in line]
-    assert len(pids) == 2, out.stdout
+import os, rma
+comm = rma.init()
+kept = [comm.dup() for _ in range(3)]
+kept[0].barrier()
+print(os.getpid(), flush=True)
+rma.finalize()
+os._exit(0)
+"""
+    store = StoreServer(size=2)
+    store.start()
+    try:
+        results = finish(start_ranks(code, 2, store, rank_variable="RMA_RANK"), timeout=60)
+    finally:
+        store.close()
+    pids = []
+    for status, out, err in results:
+        assert status == 0, err
+        pids.append(out.strip())
     left = [name for name in os.listdir("/dev/shm") if name.startswith(tuple(f"{pid}-rma-" for pid in pids))]
+    for name in left:  # (so that a failure here leaves nothing behind either)
+        os.unlink(os.path.join("/dev/shm", name))
     assert left == []
