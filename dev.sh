@@ -3,8 +3,9 @@
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
 #   ./dev.sh test   install what is needed, then lint, build the docs, run the C++ unit tests under
 #                   AddressSanitizer and UndefinedBehaviorSanitizer, the pytest suite, its window
-#                   and message suites again through libfabric, and the suite once more against
-#                   an extension built with the sanitizers (what CI runs)
+#                   and message suites again through libfabric and again across the hosts of a
+#                   namespace test bed (as root), and the suite once more against an extension
+#                   built with the sanitizers (what CI runs)
 #   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh docs   build the documentation site (docs/, Sphinx) into docs/_build/html, warnings
@@ -118,6 +119,10 @@ shm_files() {
   ls /dev/shm 2>/dev/null | grep -E '^rma-|^[0-9]+(-rma-|:)' | sort || true
 }
 
+# The suites whose tests run again with their ranks across the hosts of a test bed.
+CROSS_HOST_SUITES="tests/test_comm.py tests/test_comm_more.py tests/test_window.py tests/test_pscw.py
+  tests/test_passive.py tests/test_direct_calls.py tests/test_window_entrance.py tests/test_mixed_windows.py"
+
 case "${1:-}" in
   setup) setup ;;
   demo)
@@ -154,6 +159,18 @@ case "${1:-}" in
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
         tests/test_dead_peers.py tests/test_death_matrix.py tests/test_interrupts.py tests/test_failed_sends.py \
         tests/test_comm.py tests/test_comm_more.py tests/test_host_barrier.py
+      # Across hosts: the suites once more with their ranks on the hosts of a test bed
+      # (tests/testbed.py: network, UTS, mount and PID namespaces joined by a bridge), so that
+      # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.
+      if why=$("$PY" tests/testbed.py); then
+        for hosts in 2 3; do
+          echo "dev.sh: the cross-host suites on a test bed of $hosts hosts"
+          PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
+            --testbed-hosts "$hosts" -k "not libfabric-shm" $CROSS_HOST_SUITES
+        done
+      else
+        echo "dev.sh: skipping the cross-host suites: $why"
+      fi
       asan_suite
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))

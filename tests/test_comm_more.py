@@ -1,6 +1,8 @@
 """The communicator's fuller calls on real ranks, 1 to 4: reductions of objects and arrays,
 scatter, alltoall, sendrecv, isend/irecv, ANY_SOURCE/ANY_TAG with a status, split_type."""
 
+import socket
+
 import numpy as np
 import pytest
 
@@ -297,11 +299,20 @@ def test_ranks_reducing_arrays_of_different_sizes_are_told(comm):
 @pytest.mark.rma(**EVERYWHERE)
 def test_split_type_host_joins_the_ranks_of_this_machine(comm):
     host = comm.split_type("host", key=-comm.rank)
-    # Every rank of a test runs on this machine: one communicator of all, ordered by key.
-    assert host.size == comm.size
-    assert host.rank == comm.size - 1 - comm.rank
-    assert host.allgather(comm.rank) == list(reversed(range(comm.size)))
+    # The ranks with this rank's hostname (all of them on one machine; under --testbed-hosts,
+    # those of this test-bed host), ordered by key.
+    names = comm.allgather(socket.gethostname())
+    mine = [r for r in range(comm.size) if names[r] == names[comm.rank]]
+    assert host.size == len(mine)
+    assert host.rank == len(mine) - 1 - mine.index(comm.rank)
+    assert host.allgather(comm.rank) == list(reversed(mine))
     window = rma.Window.allocate_shared(host, 8, np.int64)
+    # Its ranks share memory: a store through one rank's view shows in every other's.
+    if host.rank == 0:
+        window.shared(0)[0] = 42
+    host.barrier()
+    assert window.shared(0)[0] == 42
+    host.barrier()
     window.free()
     with pytest.raises(ValueError, match="comm.split_type: kind must be \"host\", got 'numa'"):
         comm.split_type("numa")

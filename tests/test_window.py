@@ -2,6 +2,7 @@
 
 import gc
 import os
+import socket
 
 import numpy as np
 import pytest
@@ -9,9 +10,17 @@ import pytest
 import rma
 
 EVERYWHERE = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
-# Every test runs its ranks on this host: shared memory, unless CI's second pass turns it off.
-_EXPECTED_TRANSPORT = "libfabric" if os.environ.get("RMA_TRANSPORT") == "libfabric" else "shared-memory"
 SENTINEL = -7
+
+
+def expected_transport(comm) -> str:
+    """What win.transport says of an allocate or create window over comm: libfabric when forced,
+    else shared memory among the ranks of one host, and "mixed" when they span hosts
+    (--testbed-hosts)."""
+    if os.environ.get("RMA_TRANSPORT") == "libfabric":
+        return "libfabric"
+    return "shared-memory" if len(set(comm.allgather(socket.gethostname()))) == 1 else "mixed"
+
 
 DTYPES = [
     "bool",
@@ -259,7 +268,7 @@ def test_window_create_over_my_array_and_attributes(comm):
         assert win.local is mine or np.shares_memory(win.local, mine)
         assert (win.shape, win.dtype, win.nbytes, win.disp_unit) == ((2, 3), np.float32, 24, 4)
         assert win.model == "unified"
-        assert win.info == {"no_locks": True, "transport": _EXPECTED_TRANSPORT}
+        assert win.info == {"no_locks": True, "transport": expected_transport(comm)}
         assert win.comm is comm and win.group == comm.group
         win.fence()
         out = np.zeros(3, np.float32)

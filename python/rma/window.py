@@ -77,9 +77,9 @@ class Window(_core.Window):
         dtype = _fixed_dtype(dtype, "allocate")
         shape = _shape(shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        # On one host the memory goes in shared segments every rank maps (RMA_TRANSPORT=libfabric
-        # keeps it private, reached through libfabric).
-        shared = _transport(comm) == "shared-memory"
+        # The memory goes in a shared segment that the ranks of this host map (RMA_TRANSPORT=libfabric
+        # keeps it private, reached through libfabric); ranks on other hosts reach it through libfabric.
+        shared = _near(comm)
         memory = _core.SharedSegment.create(nbytes) if shared else _core.WindowMemory(nbytes)
         local = np.frombuffer(memory, dtype=np.uint8).view(dtype).reshape(shape)
         return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info, shared)
@@ -126,10 +126,10 @@ class Window(_core.Window):
             raise ValueError("rma: Window.create: the array is not C-contiguous (use np.ascontiguousarray)")
         _fixed_dtype(array.dtype, "create")
         address = array.__array_interface__["data"][0]
-        # On one host, peers copy straight into and out of the array (process_vm_writev/readv),
-        # and synchronize in shared memory.
-        same_host = isinstance(comm, Comm) and _transport(comm) == "shared-memory"
-        return cls._build(comm, array, address, array, "create", disp_unit, info, same_host=same_host)
+        # Peers on this host copy straight into and out of the array (process_vm_writev/readv), and
+        # when every rank is on this host they synchronize in shared memory.
+        near = isinstance(comm, Comm) and _near(comm)
+        return cls._build(comm, array, address, array, "create", disp_unit, info, near=near)
 
     @classmethod
     def create_dynamic(cls, comm: Comm, *, info: dict | None = None) -> Window:
@@ -141,7 +141,7 @@ class Window(_core.Window):
         return cls._build(comm, np.zeros(0, np.uint8), 0, None, "dynamic", 1, info)
 
     @classmethod
-    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, same_host=False) -> Window:
+    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
         call = _CREATION_CALLS[flavor]
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
@@ -153,9 +153,9 @@ class Window(_core.Window):
         if flavor == "dynamic":
             core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call)
         elif shared:
-            core = _core.WindowCore.create_shared(comm._core, owner, f"{label}, shared memory", call)
+            core = _core.WindowCore.create_shared(comm._core, owner, label, call)
         else:
-            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, same_host, call)
+            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call)
         layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in layout]
         # What the compiled calls need of each target: its dtype, displacement unit, and whether
         # it is raw bytes (a uint8 window takes any plain dtype by displacement).
@@ -167,7 +167,6 @@ class Window(_core.Window):
         window._flavor = flavor
         window._disp_unit = unit
         window._info = hints
-        window._transport = "shared-memory" if shared or same_host else "libfabric"
         window._layout = layout
         return window
 
@@ -211,18 +210,32 @@ class Window(_core.Window):
     @property
     def info(self) -> dict:
         """Return the hints in force, and the transport the window's calls use."""
-        return {**self._info, "transport": self._transport}
+        return {**self._info, "transport": self.transport}
 
     @property
     def transport(self) -> str:
-        """Return how calls reach the other ranks: "shared-memory" or "libfabric".
+        """Return how calls reach the other ranks: "shared-memory", "libfabric" or "mixed".
 
         "shared-memory" (every rank on this host): synchronization through shared memory;
         puts and gets are memcpy (allocate, allocate_shared) or a direct copy between the
         processes (create); accumulates are CPU operations under the target's lock (allocate)
-        or messages the target applies (create).
+        or messages the target applies (create). "libfabric": every rank through libfabric
+        (RMA_TRANSPORT=libfabric, dynamic windows, a job with one rank per host). "mixed": the
+        ranks of this host as with "shared-memory", the others through libfabric, and
+        synchronization by messages; transport_to(rank) tells which rank goes which way.
         """
-        return self._transport
+        ways = {self._core.reach_name(r) for r in range(self._comm.size)}
+        return ways.pop() if len(ways) == 1 else "mixed"
+
+    def transport_to(self, rank: int) -> str:
+        """Return how this rank reaches `rank`: "shared-memory" or "libfabric".
+
+        "shared-memory" for this rank's host (itself included) unless RMA_TRANSPORT=libfabric or
+        the window is dynamic; "libfabric" for ranks on other hosts. Example::
+
+            win.transport_to(0)   # "shared-memory" when rank 0 shares this rank's host
+        """
+        return self._core.reach_name(self._rank(rank, "transport_to"))
 
     @property
     def comm(self) -> Comm:
@@ -389,11 +402,10 @@ def _one_host(comm: Comm) -> bool:
     return comm._core.on_one_host()
 
 
-def _transport(comm: Comm) -> str:
-    """Return the transport of a new allocate() window: the same answer on every rank, from
-    what the join learnt once (the job's topology, RMA_TRANSPORT)."""
+def _near(comm: Comm) -> bool:
+    """Whether a new window reaches the ranks of this host without libfabric: the same answer on
+    every rank, from what the join learnt once (RMA_TRANSPORT, the job's topology)."""
     setting = _join.transport_setting()
-    one_host = comm._core.on_one_host()
-    if setting == "shared-memory" and not one_host:
+    if setting == "shared-memory" and not comm._core.on_one_host():
         raise ValueError("rma: RMA_TRANSPORT=shared-memory needs every rank on one host")
-    return "shared-memory" if one_host and setting != "libfabric" else "libfabric"
+    return setting != "libfabric"

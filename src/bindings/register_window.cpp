@@ -72,9 +72,9 @@ void register_window(py::module_& m) {
   py::class_<Window, std::shared_ptr<Window>>(m, "WindowCore")
       .def_static(
           "create",
-          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool same_host,
-             const std::string& call) { return Window::create(comm, pointer(base), bytes, label, same_host, call); },
-          py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("same_host") = false,
+          [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool near,
+             const std::string& call) { return Window::create(comm, pointer(base), bytes, label, near, call); },
+          py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("near") = false,
           py::arg("call") = "Window.create", py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_dynamic",
@@ -90,6 +90,8 @@ void register_window(py::module_& m) {
           py::arg("comm"), py::arg("segment"), py::arg("label"), py::arg("call") = "Window.allocate_shared",
           py::call_guard<py::gil_scoped_release>())
       .def("segment", &Window::segment)
+      .def("reach_name", &Window::reach_name, py::arg("rank"),
+           "How this rank reaches rank now: \"shared-memory\" or \"libfabric\".")
       .def_property_readonly("id", &Window::id)
       .def_property_readonly("label", &Window::label)
       .def_property_readonly("freed", &Window::freed)

@@ -11,7 +11,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .frames import Channel
 from .spawn import rank_environment, start_rank
@@ -30,20 +30,25 @@ def start_worker(
     *,
     env: dict[str, str] | None = None,
     pass_fds: Sequence[int] = (),
+    wrap: Callable[[list[str], dict[str, str]], list[str]] | None = None,
     **popen,
 ) -> tuple[subprocess.Popen, Channel]:
     """Start ``python -m module`` as rank `rank` of the job of `store`; return it and its channel.
 
     The worker finds its end of the control socket in the environment variable
     `control_variable`; `env` adds variables, `pass_fds` descriptors, `popen` arguments of
-    subprocess.Popen (stdout, stderr).
+    subprocess.Popen (stdout, stderr). wrap(argv, environment) turns the command line into the
+    one that starts it (on another host, say), and may change the environment it gets.
     """
     ours, theirs = socket.socketpair()
     try:
         environment = rank_environment(rank, size, store.reachable_address, store.secret, provider)
         environment[control_variable] = str(theirs.fileno())
         environment.update(env or {})
-        proc = start_rank([sys.executable, "-m", module], environment, pass_fds=(theirs.fileno(), *pass_fds), **popen)
+        argv = [sys.executable, "-m", module]
+        proc = start_rank(
+            wrap(argv, environment) if wrap else argv, environment, pass_fds=(theirs.fileno(), *pass_fds), **popen
+        )
     except BaseException:
         ours.close()
         raise

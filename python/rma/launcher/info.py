@@ -31,7 +31,9 @@ def print_info() -> int:
     else:
         print(
             f"between the ranks of one host (RMA_TRANSPORT={transport}): shared memory (Window.allocate "
-            "memory in shared segments, Window.create through process_vm_writev/readv, synchronization "
-            "and messages through shared memory); between hosts: libfabric"
+            "memory in shared segments, Window.create through process_vm_writev/readv, messages through "
+            "shared-memory inboxes; synchronization in shared memory when every rank of a window is on "
+            "this host); between hosts: libfabric. A window whose ranks span hosts mixes the two, per "
+            "peer (win.transport_to(rank)); shared-memory refuses windows that span hosts"
         )
     return 0

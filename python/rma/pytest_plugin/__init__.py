@@ -51,7 +51,8 @@ reused (``--rma-keep-order`` turns this off); the order of other tests is kept.
 
 The plugin's files: this one (hooks and fixtures), marker.py (the marker's arguments),
 order.py (grouping tests by pool), manager.py (the session's pools; running one test),
-pool.py (the ranks of one pool, serving tests), report.py and stacks.py (a test's outcome,
+pool.py (the ranks of one pool, serving tests), hooks.py (where ranks start, for a conftest.py
+that places them on other hosts), report.py and stacks.py (a test's outcome,
 stacks of stuck ranks), and worker/ (a rank: runs the tests it is sent).
 """
 
@@ -86,6 +87,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="do not run rma tests of the same rank count and data path next to each other",
     )
     parser.addini("rma_timeout", f"default timeout of @pytest.mark.rma tests (default {DEFAULT_TIMEOUT:g})", default="")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -86,7 +86,13 @@ class Manager:
             oldest.request_exit()  # reaped later, without waiting here
             self.closing.append(oldest)
         directory, lifeline = self._resources()
-        pool = Pool(key, nprocs, variant, directory, lifeline, next(self._ids))
+        hook = self.config.hook
+
+        def place(rank: int, argv: list[str], env: dict[str, str]) -> list[str] | None:
+            return hook.pytest_rma_rank_command(config=self.config, rank=rank, size=nprocs, argv=argv, env=env)
+
+        store_host = hook.pytest_rma_store_host(config=self.config)
+        pool = Pool(key, nprocs, variant, directory, lifeline, next(self._ids), place, store_host)
         try:
             pool.wait_ready(_START_TIMEOUT, self._start_progress(what, nprocs))
         except PoolError as exc:

@@ -49,10 +49,11 @@ class PoolError(Exception):
 class Worker:
     """One rank process of a pool, with its control channel and files."""
 
-    def __init__(self, rank: int, proc: subprocess.Popen, channel: Channel, prefix: str):
+    def __init__(self, rank: int, proc: subprocess.Popen, channel: Channel, prefix: str, wrapped: bool):
         self.rank = rank
         self.proc = proc
         self.pid = proc.pid
+        self._wrapped = wrapped
         self.channel = channel
         self.sock = channel.sock
         self.prefix = prefix
@@ -81,6 +82,18 @@ class Worker:
 
     def status(self) -> str:
         return describe_exit(self.proc.poll())
+
+    def signal_pid(self) -> int | None:
+        """The worker's own process, for signals meant for it alone: proc, or the one child of a
+        command that wrapped it (hooks.pytest_rma_rank_command); None if that is gone."""
+        if not self._wrapped:
+            return self.pid
+        try:
+            with open(f"/proc/{self.pid}/task/{self.pid}/children") as f:
+                children = f.read().split()
+        except OSError:
+            return None
+        return int(children[0]) if children else None
 
 
 def _transport_env(variant: Variant) -> dict[str, str]:
@@ -117,7 +130,19 @@ class Outcome:
 class Pool:
     """N worker ranks that joined one job, serving tests one at a time."""
 
-    def __init__(self, key, nprocs: int, variant: Variant, directory: str, lifeline: int, ident: int):
+    def __init__(
+        self,
+        key,
+        nprocs: int,
+        variant: Variant,
+        directory: str,
+        lifeline: int,
+        ident: int,
+        place: Callable[[int, list[str], dict[str, str]], list[str] | None] | None = None,
+        store_host: str | None = None,
+    ):
+        """place(rank, argv, env): the command that starts rank elsewhere (hooks.py), or None;
+        store_host: the address the store listens on, which every rank reaches."""
         self.key = key
         self.size = nprocs
         self.workers: list[Worker] = []
@@ -125,8 +150,9 @@ class Pool:
         # Stacks of the ranks a Ctrl-C interrupted in the middle of a test: rank -> stack.
         self.interrupted_stacks: dict[int, str] = {}
         self._cleaned = False
-        self.store = StoreServer(nprocs)
+        self.store = StoreServer(nprocs, host=store_host) if store_host else StoreServer(nprocs)
         self.store.start()
+        self._place = place
         try:
             for rank in range(nprocs):
                 self.workers.append(self._spawn(rank, variant, os.path.join(directory, f"p{ident}r{rank}"), lifeline))
@@ -135,6 +161,14 @@ class Pool:
             raise
 
     def _spawn(self, rank: int, variant: Variant, prefix: str, lifeline: int) -> Worker:
+        placed_elsewhere = False
+
+        def wrap(argv: list[str], env: dict[str, str]) -> list[str]:
+            nonlocal placed_elsewhere
+            placed = self._place(rank, argv, env) if self._place is not None else None
+            placed_elsewhere = placed is not None
+            return placed or argv
+
         with open(prefix + ".log", "wb") as log:
             proc, channel = start_worker(
                 worker.MODULE,
@@ -145,13 +179,14 @@ class Pool:
                 worker.CONTROL_FD,
                 env={worker.LIFELINE_FD: str(lifeline), worker.FILES: prefix, **_transport_env(variant)},
                 pass_fds=(lifeline,),
+                wrap=wrap,
                 # Output outside of tests (e.g. a crash at import) goes to a file,
                 # read when the worker dies; a file never blocks the worker.
                 stdout=log,
                 stderr=log,
             )
         channel.sock.settimeout(_SEND_TIMEOUT)
-        return Worker(rank, proc, channel, prefix)
+        return Worker(rank, proc, channel, prefix, placed_elsewhere)
 
     # -- start-up ---------------------------------------------------------
 
@@ -269,8 +304,10 @@ class Pool:
         """Ask the given ranks for their Python stacks (faulthandler on SIGUSR1)."""
         targets = [w for w in self.workers if w.rank in ranks and w.proc.poll() is None]
         for w in targets:
+            pid = w.signal_pid()
             try:
-                os.kill(w.pid, signal.SIGUSR1)
+                if pid is not None:
+                    os.kill(pid, signal.SIGUSR1)
             except OSError:
                 pass
         sizes = {w.rank: -1 for w in targets}

@@ -22,7 +22,7 @@ void each_run(const Region& region, std::byte* memory, Visit&& visit) {
 
 MappedReach::MappedReach(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control)
     : Reach(true, true), segments_(std::move(segments)), control_(control) {
-  for (const auto& segment : segments_) bases_.push_back(segment->data());
+  for (const auto& segment : segments_) bases_.push_back(segment ? segment->data() : nullptr);  // (another host's)
   mapped_ = this;
 }
 

@@ -14,7 +14,8 @@ namespace rma {
 // A shared window's peers: every segment is mapped here.
 class MappedReach final : public Reach {
  public:
-  // segments: every rank's, by rank; control: the window's control block (accumulate locks).
+  // segments: every rank's, by rank (null for a rank on another host, which this reach never
+  // serves); control: the window's control blocks (accumulate locks).
   MappedReach(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control);
   std::byte* memory(int target) const { return bases_[target]; }
 

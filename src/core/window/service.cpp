@@ -9,6 +9,7 @@
 #include "runtime/runtime.hpp"
 #include "runtime/wire.hpp"
 #include "window/reach_fabric.hpp"
+#include "window/shared_control.hpp"
 #include "window/sync.hpp"
 #include "window/window.hpp"
 
@@ -47,22 +48,32 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
   const std::byte* data = message.data() + position;
   size_t cursor = 0;
   uint32_t element = region.element_size();
-  region.for_each_run([&](uint64_t offset, uint64_t length) {
-    std::byte* target = local_address(offset);
-    std::byte* fetched = fetching ? reply.data() + fetched_at + cursor : nullptr;
-    switch (kind) {
-      case Kind::Copy: std::memcpy(target, data + cursor, length); break;
-      case Kind::Accumulate:
-      case Kind::FetchAccumulate:
-        apply_reduce(op, type, element, target, op == ReduceOp::NoOp ? nullptr : data + cursor, fetched,
-                     length / element);
-        break;
-      case Kind::CompareSwap:
-        rma::compare_and_swap(type, target, data + region.bytes() + cursor, data + cursor, fetched);
-        break;
-    }
-    cursor += length;
-  });
+  auto apply = [&] {
+    region.for_each_run([&](uint64_t offset, uint64_t length) {
+      std::byte* target = local_address(offset);
+      std::byte* fetched = fetching ? reply.data() + fetched_at + cursor : nullptr;
+      switch (kind) {
+        case Kind::Copy: std::memcpy(target, data + cursor, length); break;
+        case Kind::Accumulate:
+        case Kind::FetchAccumulate:
+          apply_reduce(op, type, element, target, op == ReduceOp::NoOp ? nullptr : data + cursor, fetched,
+                       length / element);
+          break;
+        case Kind::CompareSwap:
+          rma::compare_and_swap(type, target, data + region.bytes() + cursor, data + cursor, fetched);
+          break;
+      }
+      cursor += length;
+    });
+  };
+  // Ranks of this host that map this memory apply their accumulates under its accumulate lock
+  // (MappedReach): so does the service, or the two would not be atomic with respect to each
+  // other (one mechanism per target). A put needs no lock.
+  if (accumulate_control_ != nullptr && kind != Kind::Copy) {
+    accumulate_control_->with_accumulate_lock(rank(), apply);
+  } else {
+    apply();
+  }
   comm_->runtime().transport().send(source, kWindowReply, reply);
 }
 

@@ -44,7 +44,10 @@ SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks,
   queue_at_ = at.queue;
 }
 
-SharedBarrier SharedControl::make_fence() const {
+std::optional<SharedBarrier> SharedControl::make_fence() const {
+  for (const auto& block : blocks_) {
+    if (!block) return std::nullopt;  // a rank on another host
+  }
   std::vector<std::atomic<uint32_t>*> arrived_for;
   std::vector<Bell*> bells;
   for (int rank = 0; rank < size(); ++rank) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/bell.hpp"
@@ -26,7 +27,8 @@ class SharedControl {
   static size_t bytes(int ranks);
   // Creates this rank's block (shared, not yet known to the others).
   static std::shared_ptr<SharedSegment> create_block(int ranks);
-  // blocks: every rank's block, by rank, as mapped here. stalled(what) is called every few
+  // blocks: every rank's block, by rank, as mapped here (null for a rank on another host: only
+  // the blocks of this host's ranks are used then, and there is no fence). stalled(what) is called every few
   // milliseconds while this rank waits for one of the spin locks (for deadline and peer
   // checks: it may throw, which gives up the wait); what names the lock.
   SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank,
@@ -75,8 +77,8 @@ class SharedControl {
   }
 
   // The fence barrier among every rank: its round at rank 0's block, each rank's word and bell
-  // at its own.
-  SharedBarrier& fence() noexcept { return fence_; }
+  // at its own. Only when every rank's block is mapped here.
+  SharedBarrier& fence() noexcept { return *fence_; }
 
  private:
   struct alignas(64) Header {
@@ -90,7 +92,7 @@ class SharedControl {
   // A spin lock around a few instructions (or one accumulate): yields while contended,
   // since the holder may be a process descheduled on an oversubscribed host.
   void acquire(std::atomic<uint32_t>& spin, const char* what);
-  SharedBarrier make_fence() const;
+  std::optional<SharedBarrier> make_fence() const;
   static constexpr std::chrono::milliseconds kStallCheck{10};
   Header& header(int rank) const { return *reinterpret_cast<Header*>(blocks_[rank]->data()); }
   template <class T>
@@ -103,7 +105,7 @@ class SharedControl {
   int rank_;
   std::function<void(const char*)> stalled_;
   size_t posts_at_, completes_at_, grants_at_, queue_at_;
-  SharedBarrier fence_;
+  std::optional<SharedBarrier> fence_;
 };
 
 }  // namespace rma

@@ -13,8 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/bell.hpp"
@@ -26,6 +28,11 @@
 namespace rma {
 
 class SharedControl;
+
+// What a rank that waits long for a spin lock of the control blocks of comm's window `label`
+// calls (SharedControl's stalled): PeerError if some rank died, since it may have died holding
+// the lock. (A live holder keeps it a few instructions, so the wait is long only then.)
+std::function<void(const char* what)> watch_dead_holders(Communicator* comm, std::string label);
 
 class Sync {
  public:

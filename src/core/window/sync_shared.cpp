@@ -13,19 +13,20 @@ namespace {
 const char* lock_name(int type) { return type == kLockExclusiveType ? "exclusive" : "shared"; }
 }  // namespace
 
+std::function<void(const char*)> watch_dead_holders(Communicator* comm, std::string label) {
+  return [comm, label = std::move(label)](const char* what) {
+    Transport& transport = comm->runtime().transport();
+    if (transport.peers().any_dead()) {
+      transport.peers().check(comm->members(), comm->runtime().rank(),
+                              "a call on " + label + " (waiting for " + what + ")");
+    }
+  };
+}
+
 SharedSync::SharedSync(std::shared_ptr<Communicator> comm, std::vector<std::shared_ptr<SharedSegment>> blocks,
                        const std::string& label, Where where)
     : Sync(comm->size()), comm_(comm), where_(std::move(where)) {
-  Communicator* members = comm.get();
-  // Waiting long for a spin lock of a control block: if some rank died, it may have died
-  // holding it. (A live holder keeps it a few instructions, so the wait is long only then.)
-  control_ = std::make_unique<SharedControl>(std::move(blocks), comm->rank(), [members, label](const char* what) {
-    Transport& transport = members->runtime().transport();
-    if (transport.peers().any_dead()) {
-      transport.peers().check(members->members(), members->runtime().rank(),
-                              "a call on " + label + " (waiting for " + what + ")");
-    }
-  });
+  control_ = std::make_unique<SharedControl>(std::move(blocks), comm->rank(), watch_dead_holders(comm.get(), label));
   // This rank's notice counters live in its control block, where the senders add to them.
   count_notices_at(control_->posts(comm->rank()), control_->completes(comm->rank()));
 }

@@ -32,8 +32,8 @@ struct Published {
 // ---- creation and teardown ----
 
 std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                       bool same_host, const std::string& call) {
-  return establish(comm, base, bytes, label, call, false, nullptr, same_host);
+                                       bool near, const std::string& call) {
+  return establish(comm, base, bytes, label, call, false, nullptr, near);
 }
 
 std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label,
@@ -50,9 +50,14 @@ std::shared_ptr<SharedSegment> Window::segment(int rank) const {
   return rank >= 0 && rank < static_cast<int>(segments_.size()) ? segments_[rank] : nullptr;
 }
 
+const char* Window::reach_name(int rank) const {
+  check_rank("transport_to", rank, false);
+  return routes_[rank] == fabric_.get() ? "libfabric" : "shared-memory";
+}
+
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
                                           const std::string& label, const std::string& call, bool dynamic,
-                                          std::shared_ptr<SharedSegment> segment, bool same_host) {
+                                          std::shared_ptr<SharedSegment> segment, bool near) {
   Runtime& runtime = comm.runtime();
   runtime.require_active(call.c_str());
   CallName named = [&call] { return call; };  // (the collectives below run inside this call)
@@ -61,7 +66,21 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
   Published mine{service.next_id(), {}, {}, {}, static_cast<int32_t>(getpid()), reinterpret_cast<uint64_t>(base)};
-  bool controlled = segment != nullptr || (same_host && !dynamic);
+  // Which ranks this one reaches without the fabric: those of its host, unless every peer goes
+  // through the fabric (RMA_TRANSPORT=libfabric, a dynamic window). A shared segment is mapped
+  // by the ranks of its host whatever the setting (allocate_shared).
+  near = (near || segment != nullptr) && !dynamic;
+  const Topology& topology = runtime.topology();
+  std::vector<char> local(own->size(), 0);
+  bool all_local = true;
+  for (int r = 0; r < own->size(); ++r) {
+    local[r] = near && topology.same_host(own->members()[r], runtime.rank());
+    all_local = all_local && local[r];
+  }
+  // Control blocks, among the ranks of each host: the whole synchronization when every rank is
+  // on this host (SharedSync), else only the accumulate locks of a shared window.
+  bool shared_sync = near && all_local;
+  bool controlled = shared_sync || segment != nullptr;
   std::shared_ptr<SharedSegment> control_block;
   if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
   if (controlled) {
@@ -87,10 +106,11 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
       throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
     }
     bool mine_now = static_cast<int>(r) == own->rank();
-    if (segment) segments.push_back(mine_now ? segment : SharedSegment::open(theirs.segment, theirs.region.length));
+    // Another host's names mean nothing here (its own /dev/shm): null for its ranks.
+    auto open = [&](const char* name, size_t length) { return local[r] ? SharedSegment::open(name, length) : nullptr; };
+    if (segment) segments.push_back(mine_now ? segment : open(theirs.segment, theirs.region.length));
     if (controlled) {
-      control_blocks.push_back(mine_now ? control_block
-                                        : SharedSegment::open(theirs.control, SharedControl::bytes(own->size())));
+      control_blocks.push_back(mine_now ? control_block : open(theirs.control, SharedControl::bytes(own->size())));
     }
     pids.push_back(theirs.pid);
     addresses.push_back(theirs.address);
@@ -103,27 +123,37 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->segments_ = segments;
   window->dynamic_ = dynamic;
   Where where = window->namer();
-  // Synchronization: shared control blocks when every rank is on this host, else messages.
-  if (controlled) {
-    window->sync_ = std::make_unique<SharedSync>(own, std::move(control_blocks), name, where);
+  // Synchronization: shared control blocks when every rank is on this host, else messages
+  // (which reach this host's ranks through their inboxes, the others through the fabric).
+  SharedControl* control = nullptr;
+  if (shared_sync) {
+    auto shared = std::make_unique<SharedSync>(own, std::move(control_blocks), name, where);
+    control = &shared->control();
+    window->sync_ = std::move(shared);
   } else {
     auto messages = std::make_unique<MessageSync>(own, id, where);
     window->message_sync_ = messages.get();
     window->sync_ = std::move(messages);
+    if (controlled) {
+      window->host_control_ =
+          std::make_unique<SharedControl>(std::move(control_blocks), own->rank(), watch_dead_holders(own.get(), name));
+      control = window->host_control_.get();
+    }
   }
-  // Reach, per target: mapped segments, another process's memory, or the fabric.
+  // Reach, per target: mapped segments or another process's memory on this host, the fabric
+  // for the other hosts' ranks (and for every rank of a dynamic or RMA_TRANSPORT=libfabric
+  // window).
   window->fabric_ = std::make_unique<FabricReach>(own, id, window->peers_, dynamic, where);
-  Reach* reach = window->fabric_.get();
   if (segment) {
-    auto& control = static_cast<SharedSync&>(*window->sync_).control();
-    window->near_ = std::make_unique<MappedReach>(std::move(segments), control);
-    reach = window->near_.get();
-  } else if (controlled) {
+    window->near_ = std::make_unique<MappedReach>(std::move(segments), *control);
+    window->accumulate_control_ = control;
+  } else if (near) {
     window->near_ =
         std::make_unique<VmReach>(std::move(pids), std::move(addresses), window->routes_, *window->fabric_, where);
-    reach = window->near_.get();
   }
-  window->routes_.assign(own->size(), reach);
+  for (int r = 0; r < own->size(); ++r) {
+    window->routes_.push_back(local[r] ? window->near_.get() : static_cast<Reach*>(window->fabric_.get()));
+  }
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.

@@ -40,27 +40,36 @@ constexpr int kLockExclusive = kLockExclusiveType, kLockShared = kLockSharedType
 
 class FabricReach;
 class MessageSync;
+class SharedControl;
 class Sync;
 
 class Window : public std::enable_shared_from_this<Window> {
  public:
   // Collective over comm. base/bytes: this rank's memory (bytes may be 0). label names the
-  // window in error messages, e.g. "window 3 (float64, shape (10,))". same_host: every rank
-  // of comm runs on this host, so synchronization goes through shared memory and puts and
-  // gets copy straight between the processes (process_vm_writev/readv).
+  // window in error messages, e.g. "window 3 (float64, shape (10,))". near: the ranks of comm
+  // on this host reach each other without the fabric: puts and gets copy straight between the
+  // processes (process_vm_writev/readv), and when every rank of comm is on this host they
+  // synchronize in shared memory (false: RMA_TRANSPORT=libfabric, every peer through the fabric).
   // call: the user's call, which errors during creation name ("Window.allocate").
   static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                        bool same_host = false, const std::string& call = "window creation");
+                                        bool near = false, const std::string& call = "window creation");
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
   static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label,
                                                 const std::string& call = "window creation");
-  // Collective, every rank of comm on one host: a window over shared segments that every rank
-  // maps; calls to any rank then move data with memcpy and CPU atomics, without the fabric.
+  // Collective: a window over shared segments that the ranks of each host map; calls to a rank
+  // of this host then move data with memcpy and plain loops under the target's accumulate
+  // lock, calls to other hosts go through the fabric, and the target applies their
+  // accumulates under that same lock. Every rank of comm on this host: they synchronize in
+  // shared memory too.
   static std::shared_ptr<Window> create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
                                                const std::string& label, const std::string& call = "window creation");
-  // A shared window's segment of `rank` (its memory as this process maps it); null otherwise.
+  // A shared window's segment of `rank` (its memory as this process maps it); null otherwise
+  // (and for a rank on another host).
   std::shared_ptr<SharedSegment> segment(int rank) const;
+  // How this rank reaches `rank` now: "shared-memory" (mapped memory, process_vm) or
+  // "libfabric". UsageError for a rank outside the window.
+  const char* reach_name(int rank) const;
 
   // Dynamic windows: expose or withdraw [base, base + bytes) of this rank. Local calls.
   void attach(void* base, uint64_t bytes);
@@ -185,7 +194,7 @@ class Window : public std::enable_shared_from_this<Window> {
          std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, const std::string& call, bool dynamic,
-                                           std::shared_ptr<SharedSegment> segment = nullptr, bool same_host = false);
+                                           std::shared_ptr<SharedSegment> segment = nullptr, bool near = false);
   Where namer() const;
 
   // ---- admission (window_calls.cpp) ----
@@ -251,6 +260,12 @@ class Window : public std::enable_shared_from_this<Window> {
   Epochs epochs_;  // only the caller's thread uses it
   std::unique_ptr<Sync> sync_;
   MessageSync* message_sync_ = nullptr;  // sync_, when it is by messages (it serves lock messages)
+  // The control blocks of a shared window whose ranks span hosts (a SharedSync has its own):
+  // only the accumulate locks, which the target's service takes too.
+  std::unique_ptr<SharedControl> host_control_;
+  // The control blocks whose accumulate locks a shared window's accumulates take (SharedSync's
+  // or host_control_), the target's service included; null for other windows.
+  SharedControl* accumulate_control_ = nullptr;
   std::unique_ptr<FabricReach> fabric_;  // every window has one: messages, dynamic windows, fallback
   std::unique_ptr<Reach> near_;          // a same-host window's MappedReach or VmReach
   Routes routes_;                        // the reach of each target

@@ -1,0 +1,88 @@
+"""The suite's own options.
+
+``--testbed-hosts N`` runs the ranks of every @pytest.mark.rma test across N hosts of a test
+bed (tests/testbed.py: namespaces joined by a bridge) instead of on this machine: ranks are
+spread in consecutive blocks over the hosts (2 hosts, 4 ranks: 0 0 1 1), the pools' stores
+listen on the bridge, and a test's "shared-memory" variant runs with RMA_TRANSPORT=auto (shared
+memory among the ranks of each host, libfabric between hosts). ./dev.sh test runs the
+cross-host suites so at 2 hosts (x 2 ranks at 4 ranks) and 3 hosts (x 1 rank at 3 ranks).
+Tests not marked rma (those that start their own processes) are left out then: nothing of
+theirs moves to the test bed. Where no test bed can be made (not root, namespaces refused),
+the session stops with the reason (`python tests/testbed.py` tells beforehand).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # testbed.py, for the tests that make hosts themselves
+
+from testbed import TestBed, TestBedError  # noqa: E402
+
+_bed_key = pytest.StashKey[TestBed]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--testbed-hosts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the ranks of rma tests across N hosts of a namespace test bed (needs root)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    hosts = config.getoption("testbed_hosts")
+    if hosts:
+        try:
+            config.stash[_bed_key] = TestBed(hosts)
+        except TestBedError as exc:
+            raise pytest.UsageError(f"--testbed-hosts {hosts}: {exc}") from None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.stash.get(_bed_key, None) is None:
+        return
+    placed = [item for item in items if item.get_closest_marker("rma") is not None]
+    left_out = [item for item in items if item.get_closest_marker("rma") is None]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = placed
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # After rma's plugin has ended its pools (trylast): ending the hosts kills what is left.
+    bed = config.stash.get(_bed_key, None)
+    if bed is not None:
+        bed.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    bed = config.stash.get(_bed_key, None)
+    if bed is None:
+        return None
+    return "rma test bed: " + ", ".join(f"{h.name} ({h.address})" for h in bed.hosts)
+
+
+def pytest_rma_rank_command(
+    config: pytest.Config, rank: int, size: int, argv: list[str], env: dict[str, str]
+) -> list[str] | None:
+    bed = config.stash.get(_bed_key, None)
+    if bed is None:
+        return None
+    if env.get("RMA_TRANSPORT") == "shared-memory":
+        # Across hosts, the shared-memory data path is the one each rank takes to the ranks of
+        # its own host, with libfabric to the others: what RMA_TRANSPORT=auto does (mixed
+        # windows). (shared-memory itself forces it for every peer, which hosts cannot.)
+        env["RMA_TRANSPORT"] = "auto"
+    return bed.host_of(rank, size).command(argv)
+
+
+def pytest_rma_store_host(config: pytest.Config) -> str | None:
+    bed = config.stash.get(_bed_key, None)
+    return bed.switch_address if bed is not None else None

@@ -1,0 +1,226 @@
+"""Windows whose ranks span hosts: shared memory to the ranks of this host, libfabric to the others.
+
+The rank tests need ranks on several hosts: ./dev.sh test runs this file with --testbed-hosts 2
+and 3 (tests/conftest.py), where they run at 2 hosts x 2 ranks and 3 hosts x 1 or 2 ranks; on
+one machine they skip. The last test makes a test bed of its own and runs the bulletin board
+across it with ranks started by hand, the way a cluster's launcher starts them.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import rma
+from rma._job.spawn import rank_environment
+from rma._job.store_server import StoreServer
+from testbed import TestBed, TestBedError
+
+ACROSS = dict(nprocs=[2, 3, 4], timeout=120)
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bulletin_board.py")
+
+
+def hosts_of(comm) -> list[str]:
+    """Every rank's hostname; skips the test when they all share one (no --testbed-hosts)."""
+    names = comm.allgather(socket.gethostname())
+    if len(set(names)) == 1:
+        pytest.skip("every rank runs on one host: run with --testbed-hosts N (./dev.sh test does)")
+    return names
+
+
+@pytest.mark.rma(**ACROSS)
+def test_each_peer_is_reached_the_way_its_host_allows(comm):
+    names = hosts_of(comm)
+    here = names[comm.rank]
+    allocated = rma.Window.allocate(comm, 4, np.int64)
+    created = rma.Window.create(comm, np.zeros(4, np.int64))
+    dynamic = rma.Window.create_dynamic(comm)
+    for win in (allocated, created):
+        assert win.transport == "mixed"
+        for r in range(comm.size):
+            assert win.transport_to(r) == ("shared-memory" if names[r] == here else "libfabric")
+    assert dynamic.transport == "libfabric"
+    assert [dynamic.transport_to(r) for r in range(comm.size)] == ["libfabric"] * comm.size
+    with pytest.raises(ValueError, match="transport_to"):
+        allocated.transport_to(comm.size)
+    for win in (allocated, created, dynamic):
+        win.free()
+
+
+@pytest.mark.rma(**ACROSS)
+@pytest.mark.parametrize("flavor", ["allocate", "create"])
+def test_fence_and_pscw_rings_cross_hosts(comm, flavor):
+    hosts_of(comm)
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    memory = np.full(8, -1, np.int64)
+    win = rma.Window.allocate(comm, 8, np.int64) if flavor == "allocate" else rma.Window.create(comm, memory)
+    win.local[:] = -1
+    win.fence()
+    for round_ in range(5):
+        win.put(np.arange(8, dtype=np.int64) + 100 * me + round_, right)
+        win.fence()
+        assert list(win.local) == list(np.arange(8) + 100 * left + round_)
+        # (Read before the left neighbour's next put lands: an epoch of its own.)
+        win.fence(rma.Mode.NOSUCCEED if round_ == 4 else 0)
+    # General active target: a ring of post/start, each rank gets its left neighbour's put.
+    for round_ in range(5):
+        win.post([left])
+        win.start([right])
+        win.put(np.full(8, 1000 * me + round_, np.int64), right)
+        win.complete()
+        win.wait()
+        assert list(win.local) == [1000 * left + round_] * 8
+    win.free()
+
+
+@pytest.mark.rma(**ACROSS)
+def test_accumulates_from_this_host_and_others_stay_exact(comm):
+    # Origins on rank 0's host add through its mapped memory under its accumulate lock; the
+    # others' adds are applied by rank 0's progress engine: both take the same lock, so no add
+    # is lost. Every rank adds for the same stretch of time, so that the two kinds overlap
+    # thousands of times (without the lock at the target, adds are lost here).
+    hosts_of(comm)
+    width = 512
+    win = rma.Window.allocate(comm, width, np.int64)
+    counter = rma.Window.allocate(comm, 1, np.int64)
+    ones = np.ones(width, np.int64)
+    adds, fetched = 0, []
+    comm.barrier()
+    with win.lock_all(), counter.lock_all():
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            win.accumulate(ones, 0)
+            adds += 1
+            if adds % 64 == 0:
+                win.flush(0)
+                result = np.zeros(1, np.int64)
+                counter.fetch_and_op(np.int64(1), result, 0)
+                counter.flush(0)
+                fetched.append(int(result[0]))
+    comm.barrier()
+    total, handed = comm.allreduce(adds), comm.gather(fetched, root=0)
+    if comm.rank == 0:
+        lost = total - win.local
+        assert not lost.any(), f"adds lost at {np.count_nonzero(lost)} of {width} elements"
+        # fetch_and_op handed every value out exactly once.
+        count = sum(len(part) for part in handed)
+        assert counter.local[0] == count
+        assert sorted(v for part in handed for v in part) == list(range(count))
+    comm.barrier()
+    win.free()
+    counter.free()
+
+
+@pytest.mark.rma(**ACROSS)
+def test_one_lock_queue_serves_local_and_remote_origins(comm):
+    # A read-modify-write by get and put is only exact under mutual exclusion: every rank,
+    # on rank 0's host or not, takes rank 0's exclusive lock from the same queue. Shared locks
+    # in between must never see a half-done update (the two words always agree).
+    hosts_of(comm)
+    rounds = 60
+    win = rma.Window.allocate(comm, 2, np.int64)
+    comm.barrier()
+    seen = np.zeros(2, np.int64)
+    for i in range(rounds):
+        with win.lock(0, rma.LOCK_EXCLUSIVE):
+            value = np.zeros(2, np.int64)
+            win.get(value, 0)
+            win.flush(0)
+            win.put(np.array([value[0] + 1], np.int64), 0, target=slice(0, 1))
+            win.flush(0)
+            win.put(np.array([value[0] + 1], np.int64), 0, target=slice(1, 2))
+        if i % 10 == 0:
+            with win.lock(0, rma.LOCK_SHARED):
+                win.get(seen, 0)
+            assert seen[0] == seen[1]
+    comm.barrier()
+    if comm.rank == 0:
+        assert list(win.local) == [rounds * comm.size] * 2
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(**ACROSS)
+def test_allocate_shared_among_the_ranks_of_a_host(comm):
+    names = hosts_of(comm)
+    host = comm.split_type("host")
+    assert host.size == names.count(names[comm.rank])
+    win = rma.Window.allocate_shared(host, 4, np.int64)
+    assert win.transport == "shared-memory"
+    win.local[:] = comm.rank
+    host.barrier()
+    for r in range(host.size):
+        assert list(win.shared(r)) == [host.allgather(comm.rank)[r]] * 4
+    host.barrier()
+    win.free()
+    with pytest.raises(ValueError, match="one host"):
+        rma.Window.allocate_shared(comm, 4, np.int64)
+
+
+@pytest.fixture
+def bed():
+    reason = TestBed.refusal()
+    if reason:
+        pytest.skip(reason)
+    try:
+        with TestBed(2) as made:
+            yield made
+    except TestBedError as exc:
+        pytest.skip(str(exc))
+
+
+class Job:
+    """Ranks started by hand on the test bed's hosts with the store's address, as a cluster's
+    launcher starts them; their output is collected when they end."""
+
+    def __init__(self, bed: TestBed, size: int, argv: list[str], env: dict[str, str] | None = None):
+        self.store = StoreServer(size, host=bed.switch_address)
+        self.store.start()
+        self.procs = []
+        for rank in range(size):
+            environment = rank_environment(rank, size, self.store.reachable_address, self.store.secret)
+            environment.update(env or {})
+            self.procs.append(
+                subprocess.Popen(
+                    bed.host_of(rank, size).command(argv),
+                    env=environment,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
+
+    def outcome(self, timeout: float) -> list[tuple[int, str, str]]:
+        """Each rank's (exit status, stdout, stderr) once all ended; killed after timeout."""
+        try:
+            done = []
+            for proc in self.procs:
+                out, err = proc.communicate(timeout=timeout)
+                done.append((proc.returncode, out, err))
+            return done
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.communicate()
+        self.store.close()
+
+
+def test_bulletin_board_across_two_hosts(bed):
+    # 2 hosts x 2 ranks: the ranks of a host share memory, the hosts meet through tcp.
+    ranks = Job(bed, 4, [sys.executable, EXAMPLE, "--rounds", "40"]).outcome(timeout=120)
+    for rank, (status, _, err) in enumerate(ranks):
+        assert status == 0, f"rank {rank}: {err}"
+    assert "torn records: 0; lost posts: 0" in ranks[0][1] and "bulletin board: OK" in ranks[0][1]
+    # Nothing of the job is left in either host's /dev/shm.
+    for host in bed.hosts:
+        assert host.shm_files() == []
