@@ -7,6 +7,7 @@ across it with ranks started by hand, the way a cluster's launcher starts them.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -224,3 +225,67 @@ def test_bulletin_board_across_two_hosts(bed):
     # Nothing of the job is left in either host's /dev/shm.
     for host in bed.hosts:
         assert host.shm_files() == []
+
+
+# Ranks 0 and 1 (host 0) block in a fence that ranks 2 and 3 (host 1) never reach: those
+# block in a receive that nobody satisfies. Each rank prints how long its call took to fail, and how.
+BLOCKED = """
+import sys, time, numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 4, np.int64)
+win.fence()
+comm.barrier()
+print("ready", flush=True)
+began = time.monotonic()
+try:
+    if comm.rank < 2:
+        win.put(np.arange(4, dtype=np.int64), comm.rank + 2)
+        win.fence()
+    else:
+        comm.recv(0, tag=99)
+except (rma.PeerError, rma.RMATimeoutError) as exc:
+    print(f"{type(exc).__name__} after {time.monotonic() - began:.1f} s: {exc}", flush=True)
+    sys.exit(3)
+"""
+
+
+def wait_ready(job: Job, ranks: list[int]) -> None:
+    for rank in ranks:
+        line = job.procs[rank].stdout.readline()
+        assert line.strip() == "ready", f"rank {rank}: {line!r} {job.procs[rank].stderr.read()}"
+
+
+@pytest.mark.parametrize("fault, link_timeout", [("kill", None), ("cut", None), ("cut", 3)])
+def test_a_host_lost_ends_the_blocked_calls_of_the_others(bed, fault, link_timeout, monkeypatch):
+    # Killing every rank of a host, or taking its link down, ends the other ranks' blocked
+    # fence with PeerError naming the lost ranks within 10 s (a cut link: RMA_LINK_TIMEOUT,
+    # 8 s by default); the ranks cut off end their receive the same way. Nothing stays behind.
+    if link_timeout is not None:
+        monkeypatch.setenv("RMA_LINK_TIMEOUT", str(link_timeout))  # the store's side and the ranks'
+    bound = 10 if link_timeout is None else link_timeout + 1.5
+    job = Job(bed, 4, [sys.executable, "-c", BLOCKED], env={"RMA_TIMEOUT": "60"})
+    try:
+        wait_ready(job, [0, 1, 2, 3])
+        time.sleep(0.5)  # every rank in its call
+        if fault == "kill":
+            bed.hosts[1].stop()
+        else:
+            bed.hosts[1].cut_link()
+        ranks = job.outcome(timeout=30)
+    finally:
+        job.close()
+    for rank in (0, 1):
+        status, out, err = ranks[rank]
+        assert status == 3, f"rank {rank}: {out} {err}"
+        how = "died" if fault == "kill" else "became unreachable"
+        assert re.search(rf"PeerError after (\d+\.\d) s: rma: rank [23] {how}", out), out
+        seconds = float(re.search(r"after (\d+\.\d) s", out).group(1))
+        assert seconds < bound, out
+    if fault == "cut":
+        # Host 1's ranks lost the store and every peer of host 0: their receive ends too.
+        for rank in (2, 3):
+            status, out, _ = ranks[rank]
+            assert status == 3 and "lost contact with the job (the rendezvous store stopped answering" in out, out
+            assert float(re.search(r"after (\d+\.\d) s", out).group(1)) < bound, out
+        assert bed.hosts[1].processes() == 0
+    assert bed.hosts[0].processes() == 0

@@ -527,3 +527,10 @@ def test_store_threads_do_not_grow_with_idle_connections():
             during = thread_count(store.pid)
         print(f"store threads: {before} before, {during} with 500 idle connections")
         assert during <= before
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_bad_link_timeout_is_refused_before_anything_listens(monkeypatch, value):
+    monkeypatch.setenv("RMA_LINK_TIMEOUT", value)
+    with pytest.raises(BootstrapError, match=f"RMA_LINK_TIMEOUT='{value}'"):
+        StoreServer(2)

@@ -81,6 +81,6 @@ void register_runtime(py::module_& m) {
           py::arg("addresses"), py::arg("hosts"),
           "Every rank's address() and host identity (str or bytes; equal ones share a host).")
       .def("world", &rma::Runtime::world)
-      .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"))
+      .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"), py::arg("unreachable") = false)
       .def("finalize", &rma::Runtime::finalize, py::arg("collective"), py::call_guard<py::gil_scoped_release>());
 }

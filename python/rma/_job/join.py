@@ -202,7 +202,7 @@ def _join() -> _Job:
                 )
             names.append(name)
         runtime.connect(names, hosts)
-        store.on_peer_dead(lambda dead: _peer_died(runtime, dead))
+        store.on_peer_dead(lambda dead: _peer_died(runtime, dead, store.unreachable(dead)))
         world = Comm(runtime.world())
         # Nobody leaves init before every rank has connected: a rank that ended at once would
         # take its endpoint away from a peer still connecting to it (shm: fi_av_insert fails).
@@ -213,9 +213,10 @@ def _join() -> _Job:
     return _Job(runtime, store, world)
 
 
-def _peer_died(runtime: _core.Runtime, rank: int) -> None:
-    """Take the store's news of a death (rank -1: the store itself is gone)."""
-    runtime.mark_peer_dead(rank)
+def _peer_died(runtime: _core.Runtime, rank: int, unreachable: bool) -> None:
+    """Take the store's news of a death (rank -1: the store itself is gone; unreachable: silent
+    for RMA_LINK_TIMEOUT rather than ended)."""
+    runtime.mark_peer_dead(rank, unreachable)
     if rank == -1 and os.environ.get("RMA_LAUNCHER") == "rmarun":
         # rmarun was killed: nobody is left to stop this rank, so it stops itself.
         os.kill(os.getpid(), signal.SIGTERM)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import BootstrapError, PeerError, RMATimeoutError
 from .frames import JSON, Channel
-from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, parse_address
+from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, link_timeout, parse_address, watch_link
 
 __all__ = ["StoreClient"]
 
@@ -61,6 +61,7 @@ class StoreClient:
         self._ids = itertools.count(1)
         self._callbacks: list[Callable[[int], None]] = []
         self._dead: list[int] = []  # in the order announced; -1 = store lost
+        self._silent: set[int] = set()  # of _dead: gone silent rather than ended
         self._lost = False
         self._closing = False
         self._closed = False
@@ -91,6 +92,7 @@ class StoreClient:
             try:
                 sock = socket.create_connection((host, port), timeout=max(remaining, 0.1))
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                watch_link(sock, link_timeout())  # a store whose host went silent counts as lost
                 return sock
             except OSError as exc:
                 reason = exc.strerror or str(exc)
@@ -164,6 +166,12 @@ class StoreClient:
             known = list(self._dead)
         for rank in known:
             self._call(callback, rank)
+
+    def unreachable(self, rank: int) -> bool:
+        """Whether a rank announced dead (-1: the store) went silent rather than ended: its
+        connection, or ours to the store, had no answer for RMA_LINK_TIMEOUT seconds."""
+        with self._state_lock:
+            return rank in self._silent
 
     def dead_ranks(self) -> list[int]:
         """Return the ranks announced dead so far, in order (-1 = store lost)."""
@@ -251,6 +259,7 @@ class StoreClient:
         )
 
     def _read_loop(self) -> None:
+        silent = False
         try:
             while True:
                 msg = self._channel.receive()
@@ -258,7 +267,7 @@ class StoreClient:
                     break
                 if "event" in msg:
                     if msg["event"] == "dead":
-                        self._announce(int(msg["rank"]))
+                        self._announce(int(msg["rank"]), bool(msg.get("silent")))
                     continue
                 with self._state_lock:
                     slot = self._pending.get(msg.get("id"))
@@ -266,6 +275,8 @@ class StoreClient:
                 if slot is not None:
                     slot.reply = msg
                     slot.event.set()
+        except TimeoutError:
+            silent = True  # the keepalive probes went unanswered (store_protocol.watch_link)
         except (OSError, ValueError, KeyError, TypeError):
             pass
         with self._state_lock:
@@ -276,13 +287,15 @@ class StoreClient:
         for slot in waiting:
             slot.event.set()
         if not expected:
-            self._announce(-1)
+            self._announce(-1, silent)
 
-    def _announce(self, rank: int) -> None:
+    def _announce(self, rank: int, silent: bool = False) -> None:
         with self._state_lock:
             if rank in self._dead:
                 return
             self._dead.append(rank)
+            if silent:
+                self._silent.add(rank)
             callbacks = list(self._callbacks)
         for callback in callbacks:
             self._call(callback, rank)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from .frames import JSON, Channel
+from .store_protocol import watch_link
 
 __all__ = ["Gate", "HELLO_DEADLINE", "MAX_WAITING", "ACCEPT_BACKOFF"]
 
@@ -60,9 +61,12 @@ class Gate:
     or the reason for refusing it, which the gate sends to the client before closing.
     """
 
-    def __init__(self, listener: socket.socket, admit: Callable[[Channel, dict, str], str | None]):
+    def __init__(self, listener: socket.socket, admit: Callable[[Channel, dict, str], str | None], silent_after: float):
+        """silent_after: seconds after which a connection whose other end stopped answering
+        counts as closed (RMA_LINK_TIMEOUT, store_protocol.watch_link)."""
         self._listener = listener
         self._admit = admit
+        self._silent_after = silent_after
         self._waiting: dict[socket.socket, _Waiting] = {}  # in the order accepted: oldest first
         self._paused_until: float | None = None
         self._selector = selectors.DefaultSelector()
@@ -146,6 +150,7 @@ class Gate:
             if len(self._waiting) >= MAX_WAITING:
                 self._drop(next(iter(self._waiting.values())))
             sock.setblocking(False)
+            watch_link(sock, self._silent_after)  # a rank whose host went silent counts as dead
             waiting = _Waiting(sock, f"{peer[0]}:{peer[1]}", time.monotonic() + HELLO_DEADLINE)
             self._waiting[sock] = waiting
             self._selector.register(sock, selectors.EVENT_READ, waiting)

@@ -16,15 +16,22 @@ values travel base64-encoded.
   ``put`` (``key``, ``value``), ``get`` (``keys``: the reply comes when all of
   them exist, with ``values``), ``bye`` (this rank finished normally).
 * server -> client events carry ``"event"`` instead of ``"id"``:
-  ``{"event": "dead", "rank": r}`` when rank r's connection closed without
-  "bye".  A client that joins late is told about ranks already dead.
+  ``{"event": "dead", "rank": r, "silent": s}`` when rank r's connection closed without
+  "bye" (s: it went silent instead, RMA_LINK_TIMEOUT).  A client that joins late is told
+  about ranks already dead.
 """
 
 from __future__ import annotations
 
 import base64
+import os
+import socket
 
-__all__ = ["MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value"]
+from ..errors import BootstrapError
+
+__all__ = [
+    "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "link_timeout", "watch_link",
+]  # fmt: skip
 
 #: Largest value accepted by StoreClient.put().
 MAX_VALUE_SIZE = 16 * 1024 * 1024
@@ -56,3 +63,39 @@ def parse_address(address: str) -> tuple[str, int]:
 def format_address(host: str, port: int) -> str:
     """Join host and port, bracketing IPv6 literals so that parse_address round-trips."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def link_timeout() -> float:
+    """Return RMA_LINK_TIMEOUT: seconds after which a store connection whose other end stopped
+    answering counts as closed (default 8; 0 = never).
+
+    A rank that dies closes its connection at once (its kernel does), but a host that loses
+    its link, or stops, says nothing: the kernel's keepalive probes find that out, and the
+    store then announces that host's ranks dead to the others, while those ranks lose the store
+    (both end their blocked calls with PeerError).
+    """
+    text = os.environ.get("RMA_LINK_TIMEOUT", "").strip()
+    if not text:
+        return 8.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is not a number of seconds") from None
+    if value < 0:
+        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is negative")
+    return value
+
+
+def watch_link(sock: socket.socket, seconds: float) -> None:
+    """Make the kernel give up on sock about `seconds` after its other end stopped answering:
+    keepalive probes 1 s apart after a third of it idle, and unacknowledged data no longer
+    than all of it (TCP_USER_TIMEOUT). 0: never."""
+    if seconds <= 0 or not hasattr(socket, "TCP_KEEPIDLE"):
+        return
+    idle = max(1, int(seconds / 3))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, int(seconds) - idle))
+    if hasattr(socket, "TCP_USER_TIMEOUT"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(seconds * 1000))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..errors import BootstrapError
 from .frames import JSON, MAX_FRAME, Channel
 from .store_gate import Gate
-from .store_protocol import decode_value, encode_value, format_address
+from .store_protocol import decode_value, encode_value, format_address, link_timeout
 
 __all__ = ["StoreServer"]
 
@@ -34,6 +34,9 @@ class _Connection:
         channel.limit = MAX_FRAME
         self.peer = peer
         self.rank = rank
+        # Whether the connection ended because its other end went silent (the kernel gave up
+        # on it after RMA_LINK_TIMEOUT: a host gone, a link down), not because it closed.
+        self.silent = False
         self.said_bye = False
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_loop, name=f"rma-store-writer-{peer}", daemon=True)
@@ -106,6 +109,7 @@ class StoreServer:
     ):
         if size < 1:
             raise ValueError(f"size must be at least 1, not {size}")
+        silent_after = link_timeout()
         self.size = size
         self.secret = secret if secret is not None else _secrets.token_hex(16)
         self._on_rank_exit = on_rank_exit
@@ -136,9 +140,10 @@ class StoreServer:
         self._conns: set[_Connection] = set()
         self._finished: set[int] = set()
         self._dead: set[int] = set()
+        self._silent: set[int] = set()  # of _dead: those whose connection went silent
         self._closed = False
         self._started = False
-        self._gate = Gate(self._listener, self._admit)
+        self._gate = Gate(self._listener, self._admit, silent_after)
 
     # -- public API --------------------------------------------------------
 
@@ -213,13 +218,15 @@ class StoreServer:
             # A late joiner must learn about deaths it missed, or it could
             # wait forever for a key the dead rank will never put.
             for dead_rank in already_dead:
-                conn.send({"event": "dead", "rank": dead_rank})
+                conn.send({"event": "dead", "rank": dead_rank, "silent": dead_rank in self._silent})
         threading.Thread(target=self._serve_connection, args=(conn,), name="rma-store-conn", daemon=True).start()
         return None
 
     def _serve_connection(self, conn: _Connection) -> None:
         try:
             self._read_requests(conn)
+        except TimeoutError:
+            conn.silent = True  # the keepalive probes went unanswered (store_protocol.watch_link)
         except Exception:  # noqa: BLE001
             # A broken or malformed connection, whatever the error: treat
             # it like a closed one rather than kill the thread noisily.
@@ -315,9 +322,11 @@ class StoreServer:
                 if not self._closed:
                     report = True
                     self._dead.add(rank)
+                    if conn.silent:
+                        self._silent.add(rank)
                     notify = list(self._by_rank.values())
         for other in notify:
-            other.send({"event": "dead", "rank": rank})
+            other.send({"event": "dead", "rank": rank, "silent": conn.silent})
         conn.finish()
         if report:
             self._report_exit(rank, False)

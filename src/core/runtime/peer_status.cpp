@@ -4,14 +4,21 @@
 
 namespace rma {
 
-PeerStatus::PeerStatus(int size) : size_(size), dead_(new std::atomic<bool>[size]) {
-  for (int i = 0; i < size; ++i) dead_[i].store(false);
+PeerStatus::PeerStatus(int size)
+    : size_(size), dead_(new std::atomic<bool>[size]), unreachable_(new std::atomic<bool>[size]) {
+  for (int i = 0; i < size; ++i) {
+    dead_[i].store(false);
+    unreachable_[i].store(false);
+  }
 }
 
-void PeerStatus::mark_dead(int rank) noexcept {
+void PeerStatus::mark_dead(int rank, bool unreachable) noexcept {
+  // (The reason first: whoever sees the rank dead reads why.)
   if (rank == -1) {
+    job_unreachable_.store(unreachable, std::memory_order_relaxed);
     job_lost_.store(true, std::memory_order_release);
   } else if (rank >= 0 && rank < size_) {
+    unreachable_[rank].store(unreachable, std::memory_order_relaxed);
     dead_[rank].store(true, std::memory_order_release);
     int none = -1;
     first_dead_.compare_exchange_strong(none, rank, std::memory_order_acq_rel);
@@ -27,17 +34,26 @@ bool PeerStatus::dead(int rank) const noexcept {
 void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::string& during) const {
   if (!any_dead()) return;
   if (job_lost_.load(std::memory_order_acquire)) {
-    throw PeerError("rma: rank " + std::to_string(my_rank) + " lost contact with the job " +
-                    "(the launcher's rendezvous store is gone) during " + during);
+    const char* why = job_unreachable_.load(std::memory_order_relaxed)
+                          ? "(the rendezvous store stopped answering for RMA_LINK_TIMEOUT: this host's link is "
+                            "down, or the store's host is gone)"
+                          : "(the launcher's rendezvous store is gone)";
+    throw PeerError("rma: rank " + std::to_string(my_rank) + " lost contact with the job " + why + " during " + during);
   }
   for (int rank : ranks) {
     if (rank != my_rank && dead(rank)) {
       int first = first_dead_.load(std::memory_order_acquire);
       if (first < 0 || first == my_rank) first = rank;
-      std::string text = "rma: rank " + std::to_string(first) +
-                         " died (its process ended without rma.finalize()) while rank " + std::to_string(my_rank) +
-                         " was in " + during;
-      if (first != rank) text += "; rank " + std::to_string(rank) + ", which this call waits for, has ended since";
+      const char* what = unreachable_[first].load(std::memory_order_relaxed)
+                             ? " became unreachable (its host stopped answering for RMA_LINK_TIMEOUT: its link is "
+                               "down, or the host is gone)"
+                             : " died (its process ended without rma.finalize())";
+      std::string text =
+          "rma: rank " + std::to_string(first) + what + " while rank " + std::to_string(my_rank) + " was in " + during;
+      if (first != rank) {
+        text += "; rank " + std::to_string(rank) + ", which this call waits for, has " +
+                (unreachable_[rank].load(std::memory_order_relaxed) ? "become unreachable" : "ended") + " since";
+      }
       throw PeerError(text);
     }
   }

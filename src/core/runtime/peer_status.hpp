@@ -13,8 +13,10 @@ namespace rma {
 class PeerStatus {
  public:
   explicit PeerStatus(int size);
-  // rank == -1 means contact with the whole job was lost (the launcher is gone).
-  void mark_dead(int rank) noexcept;
+  // rank == -1 means contact with the whole job was lost (the launcher is gone). unreachable:
+  // not known to have ended, but silent (its host, or this one, stopped answering the
+  // rendezvous store: a link down, a host gone), which the errors say instead.
+  void mark_dead(int rank, bool unreachable = false) noexcept;
   bool dead(int rank) const noexcept;
   bool any_dead() const noexcept { return any_dead_.load(std::memory_order_acquire); }
   // Throws PeerError if one of `ranks` (world ranks) is dead; `during` names the waiting call.
@@ -28,8 +30,10 @@ class PeerStatus {
  private:
   int size_;
   std::unique_ptr<std::atomic<bool>[]> dead_;
+  std::unique_ptr<std::atomic<bool>[]> unreachable_;
   std::atomic<bool> any_dead_{false};
   std::atomic<bool> job_lost_{false};
+  std::atomic<bool> job_unreachable_{false};
   // The first rank announced dead. Ranks that got a PeerError often end without finalizing
   // too, and are then announced dead after it: an error names the first, the likely cause.
   std::atomic<int> first_dead_{-1};

@@ -88,8 +88,8 @@ std::shared_ptr<Communicator> Runtime::world() {
   return std::make_shared<Communicator>(shared_from_this(), 0, std::move(everyone), rank(), BarrierBoard::kWorldSlot);
 }
 
-void Runtime::mark_peer_dead(int rank) noexcept {
-  if (transport_) transport_->peers().mark_dead(rank);
+void Runtime::mark_peer_dead(int rank, bool unreachable) noexcept {
+  if (transport_) transport_->peers().mark_dead(rank, unreachable);
 }
 
 void Runtime::finalize(bool collective) {

@@ -78,7 +78,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // The communicator of all ranks. Throws RmaError unless active().
   std::shared_ptr<Communicator> world();
 
-  void mark_peer_dead(int rank) noexcept;
+  // PeerStatus::mark_dead: rank -1 is the whole job; unreachable says it went silent.
+  void mark_peer_dead(int rank, bool unreachable = false) noexcept;
   // Ends this rank's part in the job. collective=true: a barrier with everyone and a drain of
   // outgoing messages first (best effort: errors are swallowed, a dead peer does not block).
   // Then stops progress and closes the endpoint. Idempotent.
