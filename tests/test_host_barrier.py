@@ -86,10 +86,16 @@ def test_arrivals_at_one_communicator_never_pass_another(comm):
 
 
 @pytest.mark.skipif(LIBFABRIC, reason="through libfabric waits poll the fabric, not a bell")
+@pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""),
+    reason="a timing test: under AddressSanitizer a rung sleeper wakes in 1.0-1.4 ms (CI), too close to "
+    "the 1.8-2.4 ms of a sleeper that nobody rings",
+)
 @pytest.mark.rma(nprocs=[2, 4], timeout=60)
 def test_the_last_rank_to_arrive_wakes_the_sleepers(comm):
     # The others sleep on their bells by the time the last rank comes (after 1 s); its ring
-    # must wake them at once: 0.1-0.4 ms here, against 2-5 ms without it.
+    # must wake them at once: 0.1-0.4 ms here, against 1.8-2.4 ms without it (checked: with the
+    # ring dropped, every delay is above 1 ms).
     late = comm.size - 1
     delays = []
     for _ in range(4):

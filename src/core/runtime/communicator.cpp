@@ -165,7 +165,14 @@ void Communicator::send(std::span<const std::byte> data, int dest, int tag) {
   // or the provider's queue still takes it).
   PeerStatus& peers = runtime_->transport().peers();
   if (peers.any_dead()) peers.check(members_[dest], runtime_->rank(), "comm.send to rank " + std::to_string(dest));
-  post(dest, tag, data);
+  try {
+    post(dest, tag, data);
+  } catch (const PeerError&) {
+    // The target died while the send waited for room (its inbox full, the provider's queue):
+    // the error names the user's call, not the transport's wait.
+    peers.check(members_[dest], runtime_->rank(), "comm.send to rank " + std::to_string(dest));
+    throw;
+  }
 }
 
 void Communicator::check_receive(int source, int tag, const char* call) const {
