@@ -289,3 +289,41 @@ def test_a_host_lost_ends_the_blocked_calls_of_the_others(bed, fault, link_timeo
             assert float(re.search(r"after (\d+\.\d) s", out).group(1)) < bound, out
         assert bed.hosts[1].processes() == 0
     assert bed.hosts[0].processes() == 0
+
+
+IDLE = """
+import time, numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 4, np.int64)
+comm.barrier()
+began = time.process_time()
+time.sleep(3)
+used = (time.process_time() - began) / 3
+comm.barrier()
+# Still served while idle: every rank's put around the ring lands.
+win.fence()
+win.put(np.full(4, comm.rank, np.int64), (comm.rank + 1) % comm.size)
+win.fence()
+assert list(win.local) == [(comm.rank - 1) % comm.size] * 4
+print(f"idle {used * 100:.2f}%", flush=True)
+win.free()
+"""
+
+
+@pytest.mark.parametrize("setting", ["default", "0"])
+def test_idle_ranks_with_peers_on_other_hosts_use_no_cpu(bed, setting):
+    # The progress engine dozes on the rank's bell, which the fabric watcher rings when the
+    # network has something for the rank: under 0.5% of a core per idle rank (0.06-0.08% here).
+    # RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%).
+    env = {} if setting == "default" else {"RMA_FABRIC_SLEEP": setting}
+    ranks = Job(bed, 4, [sys.executable, "-c", IDLE], env=env).outcome(timeout=60)
+    for rank, (status, out, err) in enumerate(ranks):
+        assert status == 0, f"rank {rank}: {err}"
+        share = float(re.search(r"idle (\d+\.\d+)%", out).group(1))
+        assert share < 0.5 if setting == "default" else share > 0.5, f"rank {rank}: {out}"
+
+
+def test_a_bad_fabric_sleep_setting_is_refused(bed):
+    ranks = Job(bed, 2, [sys.executable, "-c", "import rma; rma.init()"], env={"RMA_FABRIC_SLEEP": "yes"})
+    for status, _, err in ranks.outcome(timeout=60):
+        assert status != 0 and "RMA_FABRIC_SLEEP='yes': use 1 or 0" in err, err

@@ -76,6 +76,7 @@ class Runtime:
         progress_sleep_us: int = 1000,
         transport: str = "auto",
         hang_report: float = 10.0,
+        fabric_sleep: bool = False,
     ) -> None: ...
     @property
     def rank(self) -> int: ...

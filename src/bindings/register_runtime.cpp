@@ -28,7 +28,7 @@ void register_runtime(py::module_& m) {
 
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
-                       int progress_sleep_us, const std::string& transport, double hang_report) {
+                       int progress_sleep_us, const std::string& transport, double hang_report, bool fabric_sleep) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -38,13 +38,16 @@ void register_runtime(py::module_& m) {
              options.progress_sleep_us = progress_sleep_us;
              options.transport = rma::parse_transport_setting(transport);
              options.hang_report_seconds = hang_report;
+             options.fabric_sleep = fabric_sleep;
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
            py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "", py::arg("timeout") = 300.0,
            py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto", py::arg("hang_report") = 10.0,
+           py::arg("fabric_sleep") = false,
            "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric. hang_report:\n"
-           "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never).")
+           "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never). fabric_sleep:\n"
+           "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)

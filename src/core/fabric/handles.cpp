@@ -70,12 +70,13 @@ fid_domain* open_domain(fid_fabric* fabric, fi_info* info) {
   return domain;
 }
 
-fid_cq* open_cq(fid_domain* domain, size_t size) {
+fid_cq* open_cq(fid_domain* domain, size_t size, bool wait_fd) {
   fi_cq_attr attr{};
   attr.size = size;
   attr.format = FI_CQ_FORMAT_DATA;
-  // shm's CQs cannot sleep on a wait object; the progress engine polls with backoff.
-  attr.wait_obj = FI_WAIT_NONE;
+  // shm's CQs cannot sleep on a wait object (its progress engine polls with backoff); tcp's
+  // (through rxm) can, on an fd that also watches the connections' sockets.
+  attr.wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE;
   fid_cq* cq = nullptr;
   check(fi_cq_open(domain, &attr, &cq, nullptr), "fi_cq_open");
   return cq;
@@ -107,8 +108,16 @@ fid_mr* register_region(fid_domain* domain, void* base, size_t length, uint64_t 
 Domain::Domain(const Fabric& fabric, fi_info* info)
     : Handle(open_domain(fabric.get(), info), fabric.keep_alive(), "domain") {}
 
-CompletionQueue::CompletionQueue(const Domain& domain, size_t size)
-    : Handle(open_cq(domain.get(), size), domain.keep_alive(), "completion queue") {}
+CompletionQueue::CompletionQueue(const Domain& domain, size_t size, bool wait_fd)
+    : Handle(open_cq(domain.get(), size, wait_fd), domain.keep_alive(), "completion queue") {
+  int fd = -1;
+  if (wait_fd && fi_control(&get()->fid, FI_GETWAIT, &fd) == 0) wait_fd_ = fd;
+}
+
+bool CompletionQueue::try_wait(const Fabric& fabric) {
+  fid* queue = &get()->fid;
+  return fi_trywait(fabric.get(), &queue, 1) == 0;
+}
 
 long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error) {
   ssize_t n = fi_cq_read(get(), entries, max);

@@ -73,13 +73,23 @@ class Domain : public Handle<fid_domain> {
   Domain(const Fabric& fabric, fi_info* info);
 };
 
-// A completion queue in FI_CQ_FORMAT_DATA without a wait object: it is polled.
+// A completion queue in FI_CQ_FORMAT_DATA. Polled; with a wait fd (wait_fd=true, for
+// providers that have one: not shm), an idle rank can also sleep until it has work.
 class CompletionQueue : public Handle<fid_cq> {
  public:
-  CompletionQueue(const Domain& domain, size_t size);
+  CompletionQueue(const Domain& domain, size_t size, bool wait_fd = false);
+  // The fd that becomes readable when the queue may have work (poll it after try_wait), or -1.
+  int wait_fd() const noexcept { return wait_fd_; }
+  // fi_trywait: true when nothing is pending, so that sleeping on wait_fd() misses nothing;
+  // false when the queue must be read (or progressed) first. Under the caller's lock of the
+  // queue's other users.
+  bool try_wait(const Fabric& fabric);
   // Reads up to max entries; returns how many (0 when empty). An error entry makes this
   // read it with fi_cq_readerr and return -1 after copying it into *error.
   long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error);
+
+ private:
+  int wait_fd_ = -1;
 };
 
 // An address vector of type FI_AV_TABLE: the fi_addr_t of the i-th inserted name is i.

@@ -65,7 +65,7 @@ fabric::Info FabricEndpoint::hints(const std::string& provider) {
 }
 
 FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
-                               MessageRouter& router, double timeout_seconds)
+                               MessageRouter& router, double timeout_seconds, bool sleep_fd)
     : owner_(owner),
       router_(router),
       timeout_seconds_(timeout_seconds),
@@ -82,7 +82,9 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
 
   fabric_.emplace(info);
   domain_.emplace(*fabric_, info);
-  cq_.emplace(*domain_, 4096);
+  // A wait fd where asked for and the provider has one: shm's queues cannot sleep (and its
+  // peers ring the rank's bell anyway).
+  cq_.emplace(*domain_, 4096, sleep_fd && provider_.rfind("shm", 0) != 0);
   av_.emplace(*domain_, static_cast<size_t>(owner.size()));
   endpoint_.emplace(*domain_, info);
   endpoint_->bind(*cq_, FI_TRANSMIT | FI_RECV);
@@ -314,6 +316,11 @@ void FabricEndpoint::flush_sends(const Deadline& deadline) {
   for (int i = 0; i < owner_.size(); ++i) everyone[i] = i;
   owner_.wait_until([&] { return sends_outstanding_.load() == 0; }, deadline, everyone,
                     [] { return std::string("flush_sends (waiting for its messages to leave)"); });
+}
+
+bool FabricEndpoint::ready_to_sleep() {
+  std::lock_guard lock(mutex_);
+  return cq_->try_wait(*fabric_);
 }
 
 }  // namespace rma

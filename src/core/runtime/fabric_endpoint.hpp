@@ -31,8 +31,9 @@ class FabricEndpoint {
   // `owner` is the transport it serves: its progress drives a post the provider refuses for
   // now, for at most timeout_seconds. `router` numbers the messages it sends, and learns of
   // those lost after they left (a send whose completion reports an error). Throws FabricError.
+  // sleep_fd: give the completion queue a wait fd where the provider has one (sleep_fd()).
   FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner, MessageRouter& router,
-                 double timeout_seconds);
+                 double timeout_seconds, bool sleep_fd = false);
   ~FabricEndpoint();
   FabricEndpoint(const FabricEndpoint&) = delete;
   FabricEndpoint& operator=(const FabricEndpoint&) = delete;
@@ -66,6 +67,14 @@ class FabricEndpoint {
   // As Transport::flush and flush_sends.
   void flush(int target, const Deadline& deadline);
   void flush_sends(const Deadline& deadline);
+
+  // An fd that becomes readable when the endpoint may have work (a peer's message or one-sided
+  // operation arrived, a completion is due), for a rank with nothing to do to sleep on; -1
+  // when the provider has none (shm) or it was not asked for. Poll it only after
+  // ready_to_sleep() said true.
+  int sleep_fd() const noexcept { return cq_->wait_fd(); }
+  // Whether nothing is pending that poll() would find now (fi_trywait).
+  bool ready_to_sleep();
 
  private:
   struct Operation;

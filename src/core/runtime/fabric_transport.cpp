@@ -8,6 +8,7 @@
 
 #include "errors.hpp"
 #include "runtime/fabric_endpoint.hpp"
+#include "runtime/fabric_watcher.hpp"
 #include "runtime/inbox_link.hpp"
 #include "runtime/message_router.hpp"
 
@@ -20,7 +21,7 @@ class FabricTransport final : public Transport {
   explicit FabricTransport(const FabricOptions& options)
       : Transport(options.rank, options.size),
         router_(options.rank, options.size),
-        endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds),
+        endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds, options.fabric_sleep),
         link_(*this, router_, options.timeout_seconds),
         inbox_messages_(options.inbox_messages) {}
 
@@ -55,10 +56,14 @@ class FabricTransport final : public Transport {
   }
   void flush_sends(const Deadline& deadline) override { endpoint_.flush_sends(deadline); }
   bool progress() override;
-  // This rank's bell: peers ring it after every post and message to this rank (its progress
-  // engine may sleep on it); null when a peer cannot (another host), so sleeping would miss
-  // its traffic.
-  Bell* incoming_bell() override { return link_.reached_by_everyone() ? &link_.bell() : nullptr; }
+  // This rank's bell: peers of this host ring it after every post and message to this rank (its
+  // progress engine may sleep on it), and the fabric watcher rings it for the other hosts'
+  // traffic; null when a peer cannot (another host, and a provider with no wait fd), so
+  // sleeping would miss its traffic.
+  Bell* incoming_bell() override { return link_.reached_by_everyone() || watcher_ ? &link_.bell() : nullptr; }
+  void before_doze() override {
+    if (watcher_) watcher_->arm();
+  }
   // Not when messages between the ranks of a host go through the fabric too: then so do barriers.
   std::shared_ptr<BarrierBoard> barrier_board(int rank) override {
     return inbox_messages_ ? link_.board(rank) : nullptr;
@@ -74,6 +79,9 @@ class FabricTransport final : public Transport {
   bool connected_ = false;
   std::atomic<uint64_t> passes_{0};  // of progress(), to poll an idle fabric less often
   static constexpr uint64_t kFabricPollEvery = 16;
+  // Peers on other hosts, and a provider that can sleep: wakes the rank for their traffic.
+  // (Last: it stops before the endpoint it watches closes.)
+  std::unique_ptr<FabricWatcher> watcher_;
 };
 
 std::vector<std::byte> FabricTransport::address() const {
@@ -95,6 +103,10 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
   link_.connect(inboxes, topology);
   endpoint_.connect(names);
   connected_ = true;
+  if (!link_.reached_by_everyone() && endpoint_.sleep_fd() >= 0) {
+    watcher_ = std::make_unique<FabricWatcher>(endpoint_.sleep_fd(), link_.bell(),
+                                               [this] { return endpoint_.ready_to_sleep(); });
+  }
 }
 
 void FabricTransport::check_target(int target, const char* call) const {

@@ -20,6 +20,11 @@ struct FabricOptions {
   // Active messages to the ranks of this host through their shared-memory inboxes (false:
   // through the fabric too, as to other hosts; RMA_TRANSPORT=libfabric).
   bool inbox_messages = true;
+  // Open the completion queue with a wait fd (providers that have one: not shm), so that an
+  // idle rank with peers on other hosts sleeps until the network brings something
+  // (runtime/fabric_watcher.hpp). It costs the provider a signal per completion: about 10 us
+  // more per message round trip over tcp, so only jobs that span hosts ask for it.
+  bool fabric_sleep = false;
 };
 
 // A rank's address as this transport publishes it (Transport::address) and reads it

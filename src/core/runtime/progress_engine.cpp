@@ -37,6 +37,7 @@ void ProgressEngine::run() {
       backoff.reset();
       last_activity = Clock::now();
     } else if (bell != nullptr && Clock::now() - last_activity >= kDozeAfter) {
+      transport_.before_doze();
       uint32_t rings = bell->rings.load();
       bool worked = false;
       bell->sleep_unless([&] { return (worked = progress()) || stopping_.load(); }, kDozeLongest);

@@ -42,6 +42,9 @@ struct RuntimeOptions {
   int progress_sleep_us = 1000;     // longest sleep of the idle progress engine
   double hang_report_seconds = 10;  // a blocked call says once on stderr that it still waits (RMA_HANG_REPORT)
   TransportSetting transport = TransportSetting::Auto;
+  // The job spans hosts and idle ranks sleep on the fabric's wait fd (RMA_FABRIC_SLEEP) rather
+  // than polling it for the other hosts' traffic (FabricOptions::fabric_sleep).
+  bool fabric_sleep = false;
 };
 
 // Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the

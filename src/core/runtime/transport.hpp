@@ -100,6 +100,9 @@ class Transport {
   // A bell that every peer rings after posting anything to this rank, on which an idle
   // progress engine may sleep; null if there is none (then it polls).
   virtual Bell* incoming_bell() { return nullptr; }
+  // The progress engine is about to doze on incoming_bell(): a transport whose traffic does not
+  // all ring it (peers on other hosts) arranges to be woken for it.
+  virtual void before_doze() {}
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).
