@@ -2,14 +2,14 @@
 
 The rank tests need ranks on several hosts: ./dev.sh test runs this file with --testbed-hosts 2
 and 3 (tests/conftest.py), where they run at 2 hosts x 2 ranks and 3 hosts x 1 or 2 ranks; on
-one machine they skip. The last test makes a test bed of its own and runs the bulletin board
-across it with ranks started by hand, the way a cluster's launcher starts them.
+one machine they skip. The tests after them make a test bed of their own (the `bed` fixture)
+and start ranks there by hand, the way a cluster's launcher starts them (testbed.Job): the
+bulletin board, a host lost (killed, or its link cut), idle ranks' CPU.
 """
 
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 
@@ -17,9 +17,7 @@ import numpy as np
 import pytest
 
 import rma
-from rma._job.spawn import rank_environment
-from rma._job.store_server import StoreServer
-from testbed import TestBed, TestBedError
+from testbed import Job, TestBed, TestBedError
 
 ACROSS = dict(nprocs=[2, 3, 4], timeout=120)
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bulletin_board.py")
@@ -164,61 +162,23 @@ def test_allocate_shared_among_the_ranks_of_a_host(comm):
 
 
 @pytest.fixture
-def bed():
+def bed(request):
+    """A test bed of its own: 2 hosts, or as many as the test's indirect parameter says."""
     reason = TestBed.refusal()
     if reason:
         pytest.skip(reason)
     try:
-        with TestBed(2) as made:
+        with TestBed(getattr(request, "param", 2)) as made:
             yield made
     except TestBedError as exc:
         pytest.skip(str(exc))
 
 
-class Job:
-    """Ranks started by hand on the test bed's hosts with the store's address, as a cluster's
-    launcher starts them; their output is collected when they end."""
-
-    def __init__(self, bed: TestBed, size: int, argv: list[str], env: dict[str, str] | None = None):
-        self.store = StoreServer(size, host=bed.switch_address)
-        self.store.start()
-        self.procs = []
-        for rank in range(size):
-            environment = rank_environment(rank, size, self.store.reachable_address, self.store.secret)
-            environment.update(env or {})
-            self.procs.append(
-                subprocess.Popen(
-                    bed.host_of(rank, size).command(argv),
-                    env=environment,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    start_new_session=True,
-                )
-            )
-
-    def outcome(self, timeout: float) -> list[tuple[int, str, str]]:
-        """Each rank's (exit status, stdout, stderr) once all ended; killed after timeout."""
-        try:
-            done = []
-            for proc in self.procs:
-                out, err = proc.communicate(timeout=timeout)
-                done.append((proc.returncode, out, err))
-            return done
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-                proc.communicate()
-        self.store.close()
-
-
-def test_bulletin_board_across_two_hosts(bed):
-    # 2 hosts x 2 ranks: the ranks of a host share memory, the hosts meet through tcp.
-    ranks = Job(bed, 4, [sys.executable, EXAMPLE, "--rounds", "40"]).outcome(timeout=120)
+@pytest.mark.parametrize("bed, size", [(2, 4), (3, 3)], indirect=["bed"], ids=["2x2", "3x1"])
+def test_bulletin_board_across_hosts(bed, size):
+    # 2 hosts x 2 ranks (the ranks of a host share memory, the hosts meet through tcp), and 3
+    # hosts x 1 rank (every peer through tcp).
+    ranks = Job(bed, size, [sys.executable, EXAMPLE, "--rounds", "40"]).outcome(timeout=120)
     for rank, (status, _, err) in enumerate(ranks):
         assert status == 0, f"rank {rank}: {err}"
     assert "torn records: 0; lost posts: 0" in ranks[0][1] and "bulletin board: OK" in ranks[0][1]

@@ -22,14 +22,19 @@ says why a test bed cannot be made here, for a test's skip reason.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 
-__all__ = ["TestBed", "Host", "TestBedError"]
+from rma._job.spawn import pid_alive, rank_environment
+from rma._job.store_server import StoreServer
+
+__all__ = ["TestBed", "Host", "TestBedError", "Job"]
 
 # Bridges are named rmatb<N> and hold 10.213.<N>.0/24: <N>.1 is the bridge, <N>.2 + i host i.
 _BRIDGE_PREFIX = "rmatb"
@@ -53,16 +58,6 @@ def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _bridges() -> dict[str, str]:
     """This machine's test bed bridges: name -> alias."""
     found = {}
@@ -80,7 +75,7 @@ def remove_stale_bridges() -> None:
     bridges = _bridges()
     for name, alias in list(bridges.items()):
         owner = alias[len(_ALIAS_PREFIX) :] if alias.startswith(_ALIAS_PREFIX) else ""
-        if not owner.isdigit() or not _alive(int(owner)):
+        if not owner.isdigit() or not pid_alive(int(owner)):
             _run("ip", "link", "del", name, check=False)
             del bridges[name]
     for line in _run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines():
@@ -265,6 +260,10 @@ class TestBed:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def rsh_environment(self) -> dict[str, str]:
+        """The variable `testbed.py rsh` finds this test bed's hosts in."""
+        return {RSH_HOSTS: json.dumps({host.name: host._first_pid for host in self.hosts})}
+
     def host_of(self, rank: int, size: int) -> Host:
         """Where rank `rank` of a job of `size` ranks runs: consecutive ranks share a host, and
         every host gets ranks before any gets a second share (2 hosts, 4 ranks: 0 0 1 1; 3
@@ -272,7 +271,73 @@ class TestBed:
         return self.hosts[rank * len(self.hosts) // size] if size >= len(self.hosts) else self.hosts[rank]
 
 
+class Job:
+    """Ranks started by hand on the test bed's hosts with the store's address, as a cluster's
+    launcher starts them; their output is collected when they end."""
+
+    def __init__(self, bed: TestBed, size: int, argv: list[str], env: dict[str, str] | None = None):
+        self.store = StoreServer(size, host=bed.switch_address)
+        self.store.start()
+        self.procs = []
+        for rank in range(size):
+            environment = rank_environment(rank, size, self.store.reachable_address, self.store.secret)
+            environment.update(env or {})
+            self.procs.append(
+                subprocess.Popen(
+                    bed.host_of(rank, size).command(argv),
+                    env=environment,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
+
+    def outcome(self, timeout: float) -> list[tuple[int, str, str]]:
+        """Each rank's (exit status, stdout, stderr) once all ended; killed after timeout."""
+        try:
+            done = []
+            for proc in self.procs:
+                out, err = proc.communicate(timeout=timeout)
+                done.append((proc.returncode, out, err))
+            return done
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.communicate()
+        self.store.close()
+
+
+# A remote shell into the test bed's hosts, for launchers that start processes through one
+# (MPICH's hydra -launcher-exec, Open MPI's plm_rsh_agent, rmarun --rsh): the hosts' names and
+# first pids travel in this variable, as TestBed.rsh_environment() gives it.
+RSH_HOSTS = "RMA_TESTBED_HOSTS"
+
+
+def rsh(argv: list[str]) -> int:
+    """`testbed.py rsh [-options] HOST COMMAND...`: run COMMAND (joined, by sh) on HOST, as ssh
+    would; the options ssh takes and launchers pass (-x, -T, -o ...) are skipped."""
+    hosts = json.loads(os.environ.get(RSH_HOSTS, "{}"))
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        option = args.pop(0)
+        if option in ("-o", "-p", "-l", "-i", "-F") and args:
+            args.pop(0)
+    if not args or args[0] not in hosts:
+        print(f"testbed rsh: unknown host {args[0] if args else '(none)'}; known: {sorted(hosts)}", file=sys.stderr)
+        return 255
+    command = " ".join(args[1:])
+    prefix = ["nsenter", "-t", str(hosts[args[0]]), "--net", "--uts", "--mount", "--pid", "--wd=/"]
+    return subprocess.call([*prefix, "sh", "-c", f"cd {shlex.quote(os.getcwd())} 2>/dev/null; {command}"])
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["rsh"]:
+        sys.exit(rsh(sys.argv[2:]))
     # `python tests/testbed.py`: whether a test bed can be made here (status 0), or why not (1).
     why = TestBed.refusal()
     print(why or "a test bed can be made here")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from .spawn import pid_alive
+
 __all__ = ["cleanup_shm_files", "remove_stale_shm_files"]
 
 SHM_DIR = "/dev/shm"
@@ -74,18 +76,8 @@ def remove_stale_shm_files(shm_dir: str = SHM_DIR) -> list[str]:
             pid = _leading_pid(name)
             if pid is None:
                 continue
-            if pid == me or not _alive(pid):
+            if pid == me or not pid_alive(pid):
                 dead.add(pid)
     except OSError:
         return []
     return cleanup_shm_files(dead, shm_dir)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive, and not ours to judge
-    return True

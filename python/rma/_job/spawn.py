@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 __all__ = [
     "rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit",
-    "traceback_label",
+    "traceback_label", "pid_alive",
 ]  # fmt: skip
 
 
@@ -52,6 +52,17 @@ def start_rank(command: Sequence[str], env: dict[str, str], **popen) -> subproce
     `popen` holds further arguments of subprocess.Popen (stdout, stderr, pass_fds).
     """
     return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, start_new_session=True, **popen)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a zombie counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive, and not ours to judge
+    return True
 
 
 def killpg(pgid: int, sig: int) -> bool:
