@@ -10,7 +10,9 @@
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh docs   build the documentation site (docs/, Sphinx) into docs/_build/html, warnings
 #                   as errors (./dev.sh test builds it too)
-#   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py)
+#   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py);
+#                   ./dev.sh bench --hosts: rma between two hosts of a namespace test bed, beside
+#                   a raw TCP ceiling (as root; bench/across_hosts.py)
 #   ./dev.sh setup  only install
 # System packages come from Debian (apt-get, with sudo when not root); Python packages from
 # PyPI into ./.venv.
@@ -187,7 +189,7 @@ case "${1:-}" in
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | docs | bench [--repetitions N] | setup" >&2
+    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] | setup" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,8 @@ results.md (the table), results.csv, latency.png and bandwidth.png.
 
 Without Python, the C++ core (bench/cpp/core_bench.cpp) runs the small cases next to the same
 cases in C over each MPI (bench/cpp/mpi_bench.c, built with that MPI's own mpicc).
+
+`--hosts` measures across two hosts of a test bed instead (bench/across_hosts.py).
 """
 
 from __future__ import annotations
@@ -173,7 +175,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--no-mpi", action="store_true", help="measure rma only")
+    parser.add_argument(
+        "--hosts",
+        action="store_true",
+        help="rma between two hosts of a namespace test bed, beside a raw TCP ceiling (as root; bench/across_hosts.py)",
+    )
     args = parser.parse_args()
+    if args.hosts:
+        import across_hosts
+
+        across_hosts.main(args.repetitions, with_mpi=not args.no_mpi)
+        return
     RESULTS.mkdir(exist_ok=True)
 
     # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks.

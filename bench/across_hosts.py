@@ -1,0 +1,263 @@
+"""rma between two hosts of the test bed, beside mpi4py over MPICH and over Open MPI, and a raw
+TCP ceiling between the same two hosts.
+
+Run `./dev.sh bench --hosts` (as root; `python bench/run.py --hosts` in the project's venv). It
+makes a test bed of two hosts (tests/testbed.py: namespaces joined by a bridge, so only tcp
+joins them), then, --repetitions times and interleaved: bench/cases.py with one rank on each
+host for rma (started as a cluster's launcher starts them) and for each MPI (its own launcher,
+reaching the hosts through `testbed.py rsh`; MPICH over libfabric's tcp as rma, Open MPI over
+its tcp BTL), and a plain socket ping-pong (8 B) and stream between the same hosts. It writes
+bench/results/across_hosts.md: each case's median per system, the ceiling the network allows,
+and the ratios.
+
+The ceiling of a latency case (put, get, accumulate + flush) is what one request and its reply
+cost on a bare socket: a ping-pong round trip plus the size at the stream's bandwidth; of a
+bandwidth case, the stream's bandwidth. Both ends of the socket are Python, like the ranks.
+
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from testbed import Job, TestBed  # noqa: E402
+
+CASES = HERE / "cases.py"
+RESULTS = HERE / "results"
+STREAM_SIZES = [4096, 65536, 1 << 20, 16 << 20]
+
+# Host 1's end: echoes 8-byte pings until "stop", then takes streams, acknowledging each.
+TCP_SERVER = """
+import socket, sys
+listener = socket.create_server((sys.argv[1], 0))
+print(listener.getsockname()[1], flush=True)
+conn, _ = listener.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def take(n):
+    view = memoryview(bytearray(n))
+    got = 0
+    while got < n:
+        try:
+            got += conn.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            pass
+    return view
+while True:
+    ping = bytes(take(8))
+    if ping == b"stop----":
+        break
+    conn.sendall(ping)
+while True:
+    total = int.from_bytes(take(8), "little")
+    if total == 0:
+        break
+    left = total
+    buffer = bytearray(min(total, 1 << 20))
+    while left:
+        left -= conn.recv_into(buffer, min(left, len(buffer)))
+    conn.sendall(b"k")
+"""
+
+# Host 0's end: the ping-pong, then one stream per size; prints JSON lines. It waits for the
+# replies by polling, as the MPIs do (a blocking recv adds the kernel's wake-up to each trip).
+TCP_CLIENT = """
+import json, socket, sys, time
+conn = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def take(n):
+    got = b""
+    while len(got) < n:
+        try:
+            got += conn.recv(n - len(got), socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            pass
+    return got
+for _ in range(200):
+    conn.sendall(b"warmup--"); take(8)
+count = 5000
+began = time.perf_counter()
+for _ in range(count):
+    conn.sendall(b"ping----"); take(8)
+print(json.dumps({"case": "tcp_pingpong", "size": 8, "value": (time.perf_counter() - began) / count / 2}))
+conn.sendall(b"stop----")
+for size in json.loads(sys.argv[3]):
+    total = max(size * 16, 64 << 20)
+    chunk = bytes(size)
+    began = time.perf_counter()
+    conn.sendall(total.to_bytes(8, "little"))
+    sent = 0
+    while sent < total:
+        conn.sendall(chunk[: min(size, total - sent)])
+        sent += min(size, total - sent)
+    take(1)
+    print(json.dumps({"case": "tcp_stream", "size": size, "value": total / (time.perf_counter() - began)}))
+conn.sendall((0).to_bytes(8, "little"))
+"""
+
+
+def say(text: str) -> None:
+    print(f"bench --hosts: {text}", flush=True)
+
+
+def tcp_ceiling(bed: TestBed) -> list[dict]:
+    server = subprocess.Popen(
+        bed.hosts[1].command([sys.executable, "-c", TCP_SERVER, bed.hosts[1].address]),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = server.stdout.readline().strip()
+        client = bed.hosts[0].run(
+            [sys.executable, "-c", TCP_CLIENT, bed.hosts[1].address, port, json.dumps(STREAM_SIZES)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if client.returncode != 0:
+            raise RuntimeError(f"the TCP ceiling failed: {client.stderr[-2000:]}")
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate()
+    return [json.loads(line) for line in client.stdout.splitlines() if line.startswith("{")]
+
+
+def rma_cases(bed: TestBed) -> list[dict]:
+    ranks = Job(bed, 2, [sys.executable, str(CASES), "--backend", "rma"]).outcome(timeout=900)
+    for rank, (status, _, err) in enumerate(ranks):
+        if status != 0:
+            raise RuntimeError(f"rank {rank} of bench/cases.py failed:\n{err[-2000:]}")
+    return [json.loads(line) for line in ranks[0][1].splitlines() if line.startswith("{")]
+
+
+def mpi_command(bed: TestBed, python: Path, package: str, rsh: str) -> tuple[list[str], dict[str, str]]:
+    """The launcher command of bench/cases.py over an MPI across the two hosts, and its environment."""
+    hosts = ",".join(host.name for host in bed.hosts)
+    subnet = bed.switch_address.rsplit(".", 1)[0] + ".0/24"
+    mpiexec = str(python.parent / "mpiexec")
+    env = dict(os.environ, **bed.rsh_environment())
+    if package == "mpich":
+        # Hydra starts its proxies through the remote shell; they call back on the bridge.
+        launcher = [mpiexec, "-launcher", "ssh", "-launcher-exec", rsh, "-iface", bed.bridge, "-hosts", hosts]
+        launcher += ["-n", "2", "-ppn", "1"]
+        env.update(MPIR_CVAR_CH4_NETMOD="ofi", MPIR_CVAR_NOLOCAL="1", FI_PROVIDER="tcp")
+    else:
+        launcher = [mpiexec, "--host", hosts, "-n", "2", "--map-by", "node"]
+        launcher += ["--allow-run-as-root"] if os.getuid() == 0 else []
+        # Daemons started one by one from here (a daemon inside a host cannot enter another),
+        # their control traffic and the ranks' on the bridge's subnet.
+        launcher += ["--prtemca", "plm_ssh_agent", rsh, "--prtemca", "plm_ssh_no_tree_spawn", "1"]
+        launcher += ["--prtemca", "oob_tcp_if_include", subnet, "--mca", "btl", "self,tcp"]
+        launcher += ["--mca", "btl_tcp_if_include", subnet, "--mca", "osc", "^ucx"]
+    return launcher + [str(python), str(CASES), "--backend", "mpi4py"], env
+
+
+# Seconds one system's job may take: Open MPI's one-sided calls over its tcp BTL take 8 ms or
+# more each across hosts, so its job runs long (25 min); past this the results so far are kept.
+MPI_JOB_SECONDS = 2400
+
+
+def mpi_cases(command: list[str], env: dict[str, str]) -> list[dict]:
+    """Its job's results; the ones printed before MPI_JOB_SECONDS if it takes longer."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as job:
+        try:
+            out, err = job.communicate(timeout=MPI_JOB_SECONDS)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            out, err = job.communicate()
+            say(f"{' '.join(command[:1])}: stopped after {MPI_JOB_SECONDS} s; keeping the cases it finished")
+        else:
+            if job.returncode != 0:
+                raise RuntimeError(f"{' '.join(command[:3])}... failed:\n{err[-2000:]}")
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def ceiling_of(case: str, size: int, tcp: dict) -> float | None:
+    """What the bare network allows for a case (see the module's docstring); None: not comparable."""
+    round_trip = 2 * tcp[("tcp_pingpong", 8)]
+    streams = {s: v for (c, s), v in tcp.items() if c == "tcp_stream"}
+    bandwidth = streams[min(streams, key=lambda s: abs(s - size))] if streams else None
+    if case in ("put", "get", "accumulate", "lock_put_unlock"):
+        return round_trip + (size / bandwidth if bandwidth else 0.0)
+    if case in ("fetch_and_op", "compare_and_swap", "fence_put", "pscw_put"):
+        return round_trip
+    if case in ("put_bw", "get_bw"):
+        return bandwidth
+    return None
+
+
+def main(repetitions: int, with_mpi: bool = True) -> None:
+    import run  # bench/run.py: titles, formats and the MPI environments, shared with the one-host table
+
+    reason = TestBed.refusal()
+    if reason:
+        raise SystemExit(f"bench --hosts: {reason}")
+    RESULTS.mkdir(exist_ok=True)
+    mpis = {}
+    if with_mpi:
+        for name, package in run.MPI_SYSTEMS.items():
+            python = run.ensure_env(name, package)
+            if python is not None:
+                mpis[name] = (python, package)
+    names = ["rma", *mpis]
+    values: dict[tuple[str, int, str], list[float]] = {}
+    with TestBed(2) as bed, tempfile.TemporaryDirectory() as scratch:
+        say(f"test bed: {', '.join(f'{h.name} ({h.address})' for h in bed.hosts)}")
+        rsh = os.path.join(scratch, "rsh")
+        with open(rsh, "w") as script:
+            script.write(f'#!/bin/sh\nexec "{sys.executable}" "{HERE.parent / "tests" / "testbed.py"}" rsh "$@"\n')
+        os.chmod(rsh, 0o755)
+        for repetition in range(1, repetitions + 1):
+            runs = [("TCP", tcp_ceiling(bed)), ("rma", rma_cases(bed))]
+            say(f"repetition {repetition}: TCP and rma done")
+            for name, (python, package) in mpis.items():
+                runs.append((name, mpi_cases(*mpi_command(bed, python, package, rsh))))
+                say(f"repetition {repetition}: {name} done")
+            for name, results in runs:
+                for result in results:
+                    if result["value"] is not None:
+                        values.setdefault((result["case"], result["size"], name), []).append(result["value"])
+            say(f"repetition {repetition}/{repetitions} done")
+    write_table(values, names, repetitions, run)
+
+
+def write_table(values, names, repetitions, run) -> None:
+    medians = {key: statistics.median(samples) for key, samples in values.items()}
+    tcp = {(case, size): v for (case, size, name), v in medians.items() if name == "TCP"}
+    mpis = [n for n in names if n != "rma"]
+    header = ["case", "size", *names, "TCP ceiling", "rma / best mpi4py", "rma / ceiling"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    cases = sorted({(c, s) for (c, s, n) in medians if n == "rma"}, key=lambda k: (run._order(k[0]), k[1]))
+    for case, size in cases:
+        row = {name: medians.get((case, size, name)) for name in names}
+        ceiling = ceiling_of(case, size, tcp)
+        higher_better = case in run.BANDWIDTH
+        best = [row[m] for m in mpis if row[m] is not None]
+        reference = (max(best) if higher_better else min(best)) if best else None
+        versus_mpi = f"{row['rma'] / reference:.2f}" if reference else ""
+        versus_ceiling = f"{row['rma'] / ceiling:.2f}" if ceiling else ""
+        size_text = run._size(size) if run._base(case) not in run.SINGLE else "8 B"
+        cells = [run._title(case), size_text, *(run.fmt(case, row[n]) for n in names), run.fmt(case, ceiling)]
+        lines.append("| " + " | ".join([*cells, versus_mpi, versus_ceiling]) + " |")
+    ping = tcp.get(("tcp_pingpong", 8))
+    streams = ", ".join(f"{run._size(s)}: {v / 1e9:.2f} GB/s" for (c, s), v in sorted(tcp.items()) if c == "tcp_stream")
+    lines.append(
+        f"\nOne rank on each of two test-bed hosts; median of {repetitions} repetition(s). TCP between the "
+        f"same hosts (Python at both ends, polling): half a ping-pong round trip {ping * 1e6:.1f} us; stream "
+        f"{streams}. Latency: lower is better, a ratio below 1 means rma is faster; bandwidth: higher "
+        "is better, a ratio above 1 means rma is faster. rma / ceiling: 1 means rma costs what a bare "
+        "request and reply cost (latency), or reaches the stream's bandwidth.\n"
+    )
+    (RESULTS / "across_hosts.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    say(f"written to {RESULTS / 'across_hosts.md'}")
