@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 
-from rma._job.spawn import pid_alive, rank_environment
+from rma._job.spawn import child_pids, pid_alive, rank_environment
 from rma._job.store_server import StoreServer
 
 __all__ = ["TestBed", "Host", "TestBedError", "Job"]
@@ -84,14 +84,6 @@ def remove_stale_bridges() -> None:
             _run("ip", "link", "del", match.group(1), check=False)
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 class Host:
     """One host of the test bed: its name (also its hostname), address, and holder process."""
 
@@ -116,9 +108,6 @@ class Host:
     def run(self, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run argv on this host and wait for it (subprocess.run's keyword arguments)."""
         return subprocess.run(self.command(argv), **kwargs)
-
-    def alive(self) -> bool:
-        return self._holder.poll() is None
 
     def cut_link(self) -> None:
         """Take the host off the bridge: its processes live on, but nothing reaches them, and
@@ -214,7 +203,7 @@ class TestBed:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         line = holder.stdout.readline() if holder.stdout else ""
-        first = _children(holder.pid)
+        first = child_pids(holder.pid)
         if line.strip() != "ready" or not first:
             holder.kill()
             _, err = holder.communicate()

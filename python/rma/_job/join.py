@@ -66,14 +66,23 @@ def _float_setting(name: str, default: float) -> float:
         raise BootstrapError(f"rma.init: {name}={value!r} is not a number") from None
 
 
+def _switch_setting(name: str) -> bool:
+    """Return a setting that is 1 (the default) or 0; BootstrapError for anything else."""
+    value = os.environ.get(name, "").strip() or "1"
+    if value not in ("0", "1"):
+        raise BootstrapError(f"rma.init: {name}={value!r}: use 1 or 0")
+    return value == "1"
+
+
 def malloc_tuning() -> bool:
     """Whether rma.init raises glibc's malloc thresholds (RMA_MALLOC_TUNING, default 1): not when
     the user set them through GLIBC_TUNABLES."""
-    value = os.environ.get("RMA_MALLOC_TUNING", "").strip() or "1"
-    if value not in ("0", "1"):
-        raise BootstrapError(f"rma.init: RMA_MALLOC_TUNING={value!r}: use 1 or 0")
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return value == "1" and "malloc.mmap_threshold" not in tunables and "malloc.trim_threshold" not in tunables
+    return (
+        _switch_setting("RMA_MALLOC_TUNING")
+        and "malloc.mmap_threshold" not in tunables
+        and "malloc.trim_threshold" not in tunables
+    )
 
 
 def requested_transport() -> str:
@@ -147,10 +156,7 @@ def fabric_sleep_setting() -> bool:
     hosts sleeps on the fabric's wait fd (under 0.1% of a core; a message round trip over tcp
     costs about 10 us more) rather than polling the fabric every RMA_PROGRESS_SLEEP_US (about
     1.3% of a core)."""
-    value = os.environ.get("RMA_FABRIC_SLEEP", "").strip() or "1"
-    if value not in ("0", "1"):
-        raise BootstrapError(f"rma.init: RMA_FABRIC_SLEEP={value!r}: use 1 or 0")
-    return value == "1"
+    return _switch_setting("RMA_FABRIC_SLEEP")
 
 
 def _open_runtime(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 __all__ = [
     "rank_environment", "start_rank", "killpg", "kill_groups", "live_groups", "exit_status", "describe_exit",
-    "traceback_label", "pid_alive",
+    "traceback_label", "pid_alive", "child_pids",
 ]  # fmt: skip
 
 
@@ -63,6 +63,15 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process: alive, and not ours to judge
     return True
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of process pid (Linux /proc), oldest first; [] when it is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except OSError:
+        return []
 
 
 def killpg(pgid: int, sig: int) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from .._job.frames import PICKLE, Channel
 from .._job.shm_files import cleanup_shm_files
-from .._job.spawn import describe_exit, kill_groups
+from .._job.spawn import child_pids, describe_exit, kill_groups
 from .._job.store_server import StoreServer
 from .._job.workers import start_worker
 from . import worker
@@ -88,12 +88,8 @@ class Worker:
         command that wrapped it (hooks.pytest_rma_rank_command); None if that is gone."""
         if not self._wrapped:
             return self.pid
-        try:
-            with open(f"/proc/{self.pid}/task/{self.pid}/children") as f:
-                children = f.read().split()
-        except OSError:
-            return None
-        return int(children[0]) if children else None
+        children = child_pids(self.pid)
+        return children[0] if children else None
 
 
 def _transport_env(variant: Variant) -> dict[str, str]:
