@@ -50,6 +50,10 @@ def relay(stream, out: Output, prefix: bytes | None, tail: collections.deque | N
     Each line gets `prefix` (--tag-output) if given; `tail` keeps the last lines.
     """
     at_line_start = True
+    # A piece that does not end a line is held back and written together
+    # with what follows it (the rest of the line, or the newline added at
+    # the end), so that another rank's tagged line cannot land inside it.
+    held = b""
     try:
         while True:
             chunk = stream.readline(_MAX_CHUNK)
@@ -60,11 +64,15 @@ def relay(stream, out: Output, prefix: bytes | None, tail: collections.deque | N
             if prefix and at_line_start:
                 chunk = prefix + chunk
             at_line_start = chunk.endswith(b"\n")
-            out.write(chunk)
-        if prefix and not at_line_start:
+            if prefix and not at_line_start and not held:
+                held = chunk
+                continue
+            out.write(held + chunk)
+            held = b""
+        if held:
             # Terminate a tagged partial last line, or the next rank's
             # tag would land in the middle of it.
-            out.write(b"\n")
+            out.write(held + b"\n")
     except (OSError, ValueError):
         pass
     finally:
