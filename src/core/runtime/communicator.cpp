@@ -436,6 +436,12 @@ Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type,
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {
+  std::vector<Bytes> unused;
+  return split(color, key, call, {}, unused);
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call,
+                                                  std::span<const std::byte> data, std::vector<Bytes>& gathered) {
   runtime_->require_active("comm.split");
   struct Entry {
     int32_t color, key;
@@ -451,9 +457,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Call
   };
   std::vector<Bytes> all;
   try {
-    all = allgather(
-        std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
-        call ? call : [] { return std::string("comm.split"); });
+    Bytes entry(reinterpret_cast<const std::byte*>(&mine), reinterpret_cast<const std::byte*>(&mine) + sizeof mine);
+    entry.insert(entry.end(), data.begin(), data.end());
+    all = allgather(entry, call ? call : [] { return std::string("comm.split"); });
   } catch (...) {
     give_back();
     throw;
@@ -463,9 +469,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Call
   uint32_t context = 0;
   std::vector<std::pair<std::pair<int32_t, int>, int>> chosen;  // ((key, old rank), world rank)
   std::vector<int32_t> offered(size());
+  gathered.clear();
   for (int i = 0; i < size(); ++i) {
     Entry entry;
     std::memcpy(&entry, all[i].data(), sizeof entry);
+    gathered.emplace_back(all[i].begin() + sizeof entry, all[i].end());
     context = std::max(context, entry.next_context);
     offered[i] = entry.barrier_slot;
     if (color >= 0 && entry.color == color) chosen.push_back({{entry.key, i}, members_[i]});

@@ -107,6 +107,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Members with the same color form a new communicator, ordered by (key, rank); a negative
   // color takes part but gets no communicator (nullptr). Collective.
   std::shared_ptr<Communicator> split(int color, int key, const CallName& call = {});
+  // split() that also gathers `data` of every member into `gathered` (in this communicator's
+  // rank order): a caller that needs both (a window's creation) pays for one collective.
+  std::shared_ptr<Communicator> split(int color, int key, const CallName& call, std::span<const std::byte> data,
+                                      std::vector<Bytes>& gathered);
   // Rank i receives items[i] of root's list (items is read on root only).
   Bytes scatter(const std::vector<Bytes>& items, int root, const CallName& call = {});
   // Rank i receives items[i] of every rank, in rank order.

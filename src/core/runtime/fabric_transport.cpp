@@ -64,6 +64,10 @@ class FabricTransport final : public Transport {
   void before_doze() override {
     if (watcher_) watcher_->arm();
   }
+  bool doze_promptly() const override { return watcher_ != nullptr; }
+  // Only across hosts: on one host the peers' progress threads move shm's data, and a wait
+  // that yields instead of sleeping would take their CPU when ranks outnumber cores.
+  bool network_in_flight() const override { return !link_.reached_by_everyone() && endpoint_.in_flight(); }
   // Not when messages between the ranks of a host go through the fabric too: then so do barriers.
   std::shared_ptr<BarrierBoard> barrier_board(int rank) override {
     return inbox_messages_ ? link_.board(rank) : nullptr;

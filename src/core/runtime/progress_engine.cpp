@@ -36,11 +36,19 @@ void ProgressEngine::run() {
     if (progress()) {
       backoff.reset();
       last_activity = Clock::now();
-    } else if (bell != nullptr && Clock::now() - last_activity >= kDozeAfter) {
-      transport_.before_doze();
+    } else if (bell != nullptr &&
+               Clock::now() - last_activity >= (transport_.doze_promptly() ? kDozePromptlyAfter : kDozeAfter)) {
       uint32_t rings = bell->rings.load();
       bool worked = false;
-      bell->sleep_unless([&] { return (worked = progress()) || stopping_.load(); }, kDozeLongest);
+      bell->sleep_unless(
+          [&] {
+            if ((worked = progress()) || stopping_.load()) return true;
+            // Armed only now that this thread counts as asleep: a watcher that finds work at
+            // once rings before the futex wait, and a ring while nobody sleeps would be lost.
+            transport_.before_doze();
+            return false;
+          },
+          kDozeLongest);
       // Woken by a ring: poll actively again (its data may take a moment to show, over tcp).
       if (worked || bell->rings.load() != rings) {
         backoff.reset();

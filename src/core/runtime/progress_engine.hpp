@@ -26,6 +26,8 @@ class ProgressEngine {
   void run();
   bool progress();  // one pass; errors are reported once, not thrown
   static constexpr std::chrono::milliseconds kDozeAfter{20}, kDozeLongest{100};
+  // Past the spinning and yielding of its backoff (Transport::doze_promptly).
+  static constexpr std::chrono::microseconds kDozePromptlyAfter{60};
   Transport& transport_;
   bool reported_ = false;
   int max_sleep_us_;

@@ -71,7 +71,9 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     } else if (bell != nullptr && backoff.sleeping()) {
       bell->sleep_unless(done, kBellCheck);
     } else {
-      backoff.idle();
+      // Not asleep while the network carries our own operations: the provider moves their data
+      // only when polled (a sleep would stall a large transfer mid-way).
+      backoff.idle(/*may_sleep=*/!network_in_flight());
     }
   }
 }

@@ -103,6 +103,14 @@ class Transport {
   // The progress engine is about to doze on incoming_bell(): a transport whose traffic does not
   // all ring it (peers on other hosts) arranges to be woken for it.
   virtual void before_doze() {}
+  // Whether the progress engine should doze as soon as a burst of traffic ends rather than
+  // after a while of timed sleeps: true when a wait fd wakes it for the network (before_doze),
+  // because a peer's one-sided write needs this rank's progress to land but shows it no
+  // completion, so timed sleeps (up to RMA_PROGRESS_SLEEP_US) would stretch every such write.
+  virtual bool doze_promptly() const { return false; }
+  // Whether operations of this rank are on the network and need its polling to go on (a
+  // provider with manual progress sends a large transfer piece by piece).
+  virtual bool network_in_flight() const { return false; }
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).

@@ -22,12 +22,12 @@ Deadline Deadline::after(double seconds) {
   return Deadline(Clock::now() + span, seconds);
 }
 
-void Backoff::idle() {
+void Backoff::idle(bool may_sleep) {
   auto now = Clock::now();
   if (idle_since_ == Clock::time_point{}) idle_since_ = now;
   auto idle = now - idle_since_;
   if (idle < spin_) return;
-  if (idle < yield_) {
+  if (idle < yield_ || !may_sleep) {
     sched_yield();
     return;
   }

@@ -35,7 +35,8 @@ class Backoff {
       : spin_(std::chrono::microseconds(spin_us)),
         yield_(std::chrono::microseconds(yield_us)),
         max_sleep_us_(max_sleep_us) {}
-  void idle();
+  // may_sleep=false: past the spinning, yield only.
+  void idle(bool may_sleep = true);
   void reset() {
     idle_since_ = Clock::time_point{};
     sleep_us_ = kFirstSleepUs;
