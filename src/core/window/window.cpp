@@ -61,8 +61,6 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   Runtime& runtime = comm.runtime();
   runtime.require_active(call.c_str());
   CallName named = [&call] { return call; };  // (the collectives below run inside this call)
-  // A communicator of its own, so the window's fences never meet the user's messages.
-  std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank(), named);
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
   Published mine{service.next_id(), {}, {}, {}, static_cast<int32_t>(getpid()), reinterpret_cast<uint64_t>(base)};
@@ -71,10 +69,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   // by the ranks of its host whatever the setting (allocate_shared).
   near = (near || segment != nullptr) && !dynamic;
   const Topology& topology = runtime.topology();
-  std::vector<char> local(own->size(), 0);
+  std::vector<char> local(comm.size(), 0);
   bool all_local = true;
-  for (int r = 0; r < own->size(); ++r) {
-    local[r] = near && topology.same_host(own->members()[r], runtime.rank());
+  for (int r = 0; r < comm.size(); ++r) {
+    local[r] = near && topology.same_host(comm.members()[r], runtime.rank());
     all_local = all_local && local[r];
   }
   // Control blocks, among the ranks of each host: the whole synchronization when every rank is
@@ -84,14 +82,18 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   std::shared_ptr<SharedSegment> control_block;
   if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
   if (controlled) {
-    control_block = SharedControl::create_block(own->size());
+    control_block = SharedControl::create_block(comm.size());
     std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
   }
   if (bytes > 0) {
     registration = runtime.transport().register_region(base, bytes);
     mine.region = registration->descriptor();
   }
-  auto entries = own->allgather(std::as_bytes(std::span(&mine, 1)), named);
+  // A communicator of its own, so the window's fences never meet the user's messages; the
+  // split carries what each rank publishes (one collective, not two). Ordered as comm.
+  std::vector<Bytes> entries;
+  std::shared_ptr<Communicator> own =
+      const_cast<Communicator&>(comm).split(0, comm.rank(), named, std::as_bytes(std::span(&mine, 1)), entries);
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
   std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
