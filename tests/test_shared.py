@@ -59,6 +59,7 @@ def test_segment_names_do_not_outlive_creation(comm):
     # Only this job's names: other jobs may run on the machine at the same time.
     ours = tuple(f"rma-{pid}-" for pid in comm.allgather(os.getpid()))
     assert not [name for name in os.listdir("/dev/shm") if name.startswith(ours)]
+    comm.barrier()  # (the next creation's names exist while it runs)
     other = rma.Window.create(comm, np.zeros(4))
     with pytest.raises(rma.RMAError, match="allocate_shared"):
         other.shared(0)

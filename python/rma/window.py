@@ -11,6 +11,7 @@ origin that is not an array into one (`_origin_of`), which the compiled calls as
 from __future__ import annotations
 
 import operator
+import pickle
 from typing import Any
 
 import numpy as np
@@ -147,15 +148,17 @@ class Window(_core.Window):
             raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
-        # Every rank learns every rank's shape, dtype and displacement unit.
-        layout = comm._allgather((local.shape, local.dtype, unit), call)
+        # Every rank learns every rank's shape, dtype and displacement unit: a note that the
+        # core's creation gathers with its own exchange.
+        note = pickle.dumps((local.shape, local.dtype, unit))
         label = f"{flavor}, {local.dtype}, shape {local.shape}"
         if flavor == "dynamic":
-            core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call)
+            core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call, note)
         elif shared:
-            core = _core.WindowCore.create_shared(comm._core, owner, label, call)
+            core = _core.WindowCore.create_shared(comm._core, owner, label, call, note)
         else:
-            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call)
+            core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call, note)
+        layout = [pickle.loads(note) for note in core.notes]
         layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in layout]
         # What the compiled calls need of each target: its dtype, displacement unit, and whether
         # it is raw bytes (a uint8 window takes any plain dtype by displacement).

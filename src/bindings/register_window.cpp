@@ -73,23 +73,32 @@ void register_window(py::module_& m) {
       .def_static(
           "create",
           [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool near,
-             const std::string& call) { return Window::create(comm, pointer(base), bytes, label, near, call); },
+             const std::string& call,
+             const std::string& note) { return Window::create(comm, pointer(base), bytes, label, near, call, note); },
           py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("near") = false,
-          py::arg("call") = "Window.create", py::call_guard<py::gil_scoped_release>())
+          py::arg("call") = "Window.create", py::arg("note") = std::string(), py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_dynamic",
-          [](const rma::Communicator& comm, const std::string& label, const std::string& call) {
-            return Window::create_dynamic(comm, label, call);
-          },
-          py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic",
+          [](const rma::Communicator& comm, const std::string& label, const std::string& call,
+             const std::string& note) { return Window::create_dynamic(comm, label, call, note); },
+          py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic", py::arg("note") = std::string(),
           py::call_guard<py::gil_scoped_release>())
       .def_static(
           "create_shared",
           [](const rma::Communicator& comm, std::shared_ptr<rma::SharedSegment> segment, const std::string& label,
-             const std::string& call) { return Window::create_shared(comm, std::move(segment), label, call); },
+             const std::string& call,
+             const std::string& note) { return Window::create_shared(comm, std::move(segment), label, call, note); },
           py::arg("comm"), py::arg("segment"), py::arg("label"), py::arg("call") = "Window.allocate_shared",
-          py::call_guard<py::gil_scoped_release>())
+          py::arg("note") = std::string(), py::call_guard<py::gil_scoped_release>())
       .def("segment", &Window::segment)
+      .def_property_readonly(
+          "notes",
+          [](const Window& window) {
+            py::list notes;
+            for (const std::string& note : window.notes()) notes.append(py::bytes(note));
+            return notes;
+          },
+          "Every member's note given at creation, by rank (bytes).")
       .def("reach_name", &Window::reach_name, py::arg("rank"),
            "How this rank reaches rank now: \"shared-memory\" or \"libfabric\".")
       .def_property_readonly("id", &Window::id)

@@ -32,18 +32,19 @@ struct Published {
 // ---- creation and teardown ----
 
 std::shared_ptr<Window> Window::create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                       bool near, const std::string& call) {
-  return establish(comm, base, bytes, label, call, false, nullptr, near);
+                                       bool near, const std::string& call, const std::string& note) {
+  return establish(comm, base, bytes, label, call, false, note, nullptr, near);
 }
 
 std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const std::string& label,
-                                               const std::string& call) {
-  return establish(comm, nullptr, 0, label, call, true);
+                                               const std::string& call, const std::string& note) {
+  return establish(comm, nullptr, 0, label, call, true, note);
 }
 
 std::shared_ptr<Window> Window::create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
-                                              const std::string& label, const std::string& call) {
-  return establish(comm, local->data(), local->bytes(), label, call, false, local);
+                                              const std::string& label, const std::string& call,
+                                              const std::string& note) {
+  return establish(comm, local->data(), local->bytes(), label, call, false, note, local);
 }
 
 std::shared_ptr<SharedSegment> Window::segment(int rank) const {
@@ -57,7 +58,7 @@ const char* Window::reach_name(int rank) const {
 
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
                                           const std::string& label, const std::string& call, bool dynamic,
-                                          std::shared_ptr<SharedSegment> segment, bool near) {
+                                          const std::string& note, std::shared_ptr<SharedSegment> segment, bool near) {
   Runtime& runtime = comm.runtime();
   runtime.require_active(call.c_str());
   CallName named = [&call] { return call; };  // (the collectives below run inside this call)
@@ -90,10 +91,14 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     mine.region = registration->descriptor();
   }
   // A communicator of its own, so the window's fences never meet the user's messages; the
-  // split carries what each rank publishes (one collective, not two). Ordered as comm.
+  // split carries what each rank publishes, and its note (one collective, not three). Ordered
+  // as comm.
+  Bytes published(sizeof mine + note.size());
+  std::memcpy(published.data(), &mine, sizeof mine);
+  std::memcpy(published.data() + sizeof mine, note.data(), note.size());
   std::vector<Bytes> entries;
-  std::shared_ptr<Communicator> own =
-      const_cast<Communicator&>(comm).split(0, comm.rank(), named, std::as_bytes(std::span(&mine, 1)), entries);
+  std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank(), named, published, entries);
+  std::vector<std::string> notes;
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
   std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
@@ -102,6 +107,8 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   for (size_t r = 0; r < entries.size(); ++r) {
     Published theirs;
     std::memcpy(&theirs, entries[r].data(), sizeof theirs);
+    notes.emplace_back(reinterpret_cast<const char*>(entries[r].data()) + sizeof theirs,
+                       entries[r].size() - sizeof theirs);
     id = std::max(id, theirs.next_id);
     peers.push_back(theirs.region);
     if (segment && theirs.segment[0] == 0) {
@@ -123,6 +130,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->registration_ = std::move(registration);
   window->peers_ = std::move(peers);
   window->segments_ = segments;
+  window->notes_ = std::move(notes);
   window->dynamic_ = dynamic;
   Where where = window->namer();
   // Synchronization: shared control blocks when every rank is on this host, else messages

@@ -50,20 +50,27 @@ class Window : public std::enable_shared_from_this<Window> {
   // on this host reach each other without the fabric: puts and gets copy straight between the
   // processes (process_vm_writev/readv), and when every rank of comm is on this host they
   // synchronize in shared memory (false: RMA_TRANSPORT=libfabric, every peer through the fabric).
-  // call: the user's call, which errors during creation name ("Window.allocate").
+  // call: the user's call, which errors during creation name ("Window.allocate"). note: bytes
+  // of this rank's own that every member gets (notes()), gathered with what creation exchanges
+  // anyway (the Python layer's shapes and dtypes), so that they cost no collective of their own.
   static std::shared_ptr<Window> create(const Communicator& comm, void* base, uint64_t bytes, const std::string& label,
-                                        bool near = false, const std::string& call = "window creation");
+                                        bool near = false, const std::string& call = "window creation",
+                                        const std::string& note = {});
   // Collective: a dynamic window, which exposes the memory attach()ed later. Its regions'
   // offsets are the attached memory's addresses (what attach returns to Python).
   static std::shared_ptr<Window> create_dynamic(const Communicator& comm, const std::string& label,
-                                                const std::string& call = "window creation");
+                                                const std::string& call = "window creation",
+                                                const std::string& note = {});
   // Collective: a window over shared segments that the ranks of each host map; calls to a rank
   // of this host then move data with memcpy and plain loops under the target's accumulate
   // lock, calls to other hosts go through the fabric, and the target applies their
   // accumulates under that same lock. Every rank of comm on this host: they synchronize in
   // shared memory too.
   static std::shared_ptr<Window> create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
-                                               const std::string& label, const std::string& call = "window creation");
+                                               const std::string& label, const std::string& call = "window creation",
+                                               const std::string& note = {});
+  // Every member's note given at creation, by rank.
+  const std::vector<std::string>& notes() const noexcept { return notes_; }
   // A shared window's segment of `rank` (its memory as this process maps it); null otherwise
   // (and for a rank on another host).
   std::shared_ptr<SharedSegment> segment(int rank) const;
@@ -194,7 +201,8 @@ class Window : public std::enable_shared_from_this<Window> {
          std::string label);
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, const std::string& call, bool dynamic,
-                                           std::shared_ptr<SharedSegment> segment = nullptr, bool near = false);
+                                           const std::string& note, std::shared_ptr<SharedSegment> segment = nullptr,
+                                           bool near = false);
   Where namer() const;
 
   // ---- admission (window_calls.cpp) ----
@@ -252,6 +260,7 @@ class Window : public std::enable_shared_from_this<Window> {
   std::unique_ptr<LocalRegion> registration_;
   std::vector<RegionDescriptor> peers_;                   // by rank of comm_
   std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
+  std::vector<std::string> notes_;                        // given at creation, by rank
   std::vector<int> all_ranks_;                            // 0 .. size - 1
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
