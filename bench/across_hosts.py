@@ -196,20 +196,21 @@ def ceiling_of(case: str, size: int, tcp: dict) -> float | None:
     return None
 
 
-def main(repetitions: int, with_mpi: bool = True) -> None:
+def main(repetitions: int, mpis: list[str] | None = None) -> None:
+    """mpis: the MPI packages to run beside rma ("mpich", "openmpi"); None: all, []: none."""
     import run  # bench/run.py: titles, formats and the MPI environments, shared with the one-host table
 
     reason = TestBed.refusal()
     if reason:
         raise SystemExit(f"bench --hosts: {reason}")
     RESULTS.mkdir(exist_ok=True)
-    mpis = {}
-    if with_mpi:
-        for name, package in run.MPI_SYSTEMS.items():
+    systems = {}
+    for name, package in run.MPI_SYSTEMS.items():
+        if mpis is None or package in mpis:
             python = run.ensure_env(name, package)
             if python is not None:
-                mpis[name] = (python, package)
-    names = ["rma", *mpis]
+                systems[name] = (python, package)
+    names = ["rma", *systems]
     values: dict[tuple[str, int, str], list[float]] = {}
     with TestBed(2) as bed, tempfile.TemporaryDirectory() as scratch:
         say(f"test bed: {', '.join(f'{h.name} ({h.address})' for h in bed.hosts)}")
@@ -220,7 +221,7 @@ def main(repetitions: int, with_mpi: bool = True) -> None:
         for repetition in range(1, repetitions + 1):
             runs = [("TCP", tcp_ceiling(bed)), ("rma", rma_cases(bed))]
             say(f"repetition {repetition}: TCP and rma done")
-            for name, (python, package) in mpis.items():
+            for name, (python, package) in systems.items():
                 runs.append((name, mpi_cases(*mpi_command(bed, python, package, rsh))))
                 say(f"repetition {repetition}: {name} done")
             for name, results in runs:

@@ -176,6 +176,12 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--no-mpi", action="store_true", help="measure rma only")
     parser.add_argument(
+        "--mpi",
+        choices=sorted(MPI_SYSTEMS.values()),
+        action="append",
+        help="only this MPI beside rma (repeatable; default: every one)",
+    )
+    parser.add_argument(
         "--hosts",
         action="store_true",
         help="rma between two hosts of a namespace test bed, beside a raw TCP ceiling (as root; bench/across_hosts.py)",
@@ -184,7 +190,7 @@ def main() -> None:
     if args.hosts:
         import across_hosts
 
-        across_hosts.main(args.repetitions, with_mpi=not args.no_mpi)
+        across_hosts.main(args.repetitions, mpis=[] if args.no_mpi else args.mpi)
         return
     RESULTS.mkdir(exist_ok=True)
 
@@ -198,6 +204,8 @@ def main() -> None:
     c_systems: dict[str, tuple[Path, str]] = {}
     if not args.no_mpi:
         for name, package in MPI_SYSTEMS.items():
+            if args.mpi and package not in args.mpi:
+                continue
             python = ensure_env(name, package)
             if python is not None:
                 systems[name] = [
