@@ -1,8 +1,9 @@
-"""Start the ranks of an rma job on this machine: the ``rmarun`` command.
+"""Start the ranks of an rma job on this machine or on other hosts: the ``rmarun`` command.
 
 ::
 
     rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]
+           [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]
            (script.py [args] | -m module [args] | -c code [args] | program [args...])
     rmarun --serve-store -n N [--store-host H] [--store-port P]
     rmarun --info
@@ -14,6 +15,7 @@ fails, the others are stopped, and rmarun exits with the failed rank's status.
 
 cli.py          the command line, and main(): the ``rmarun`` console script and ``python -m rma``
 job.py          running the ranks of a job until they exit, and cleaning up after them
+hosts.py        --host, --hostfile, --rsh: placing ranks on hosts and starting them there
 output.py       relaying the ranks' output, and rmarun's own messages
 signals.py      signals as events while a job runs
 serve_store.py  --serve-store: only a store, for ranks started by other means

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import BootstrapError
+from .hosts import HostError, is_local, parse_host_list, parse_hostfile, place, store_address_for
 from .info import print_info
 from .job import Job
 from .output import PROG, say
@@ -19,10 +20,13 @@ __all__ = ["main", "build_parser", "split_argv", "build_command"]
 # Launcher options that take a value; everything else starting with "-" is a
 # flag.  The command-line splitter below needs to know which is which, to
 # find where the launcher's options end and the program's arguments begin.
-_VALUE_OPTIONS = {"-n", "-np", "--np", "--provider", "--timeout", "--store-host", "--store-port"}
+_VALUE_OPTIONS = {
+    "-n", "-np", "--np", "--provider", "--timeout", "--store-host", "--store-port", "--host", "--hostfile", "--rsh",
+}  # fmt: skip
 
 _USAGE = (
     "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]\n"
+    "              [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
     "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
     "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
     "       rmarun --info"
@@ -34,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         usage=_USAGE,
-        description="Run N ranks of an rma program on this machine.",
+        description="Run N ranks of an rma program on this machine, or on the hosts of --host or --hostfile.",
         epilog="Everything after the script, program, -m module or -c code is passed to the ranks unchanged.",
         allow_abbrev=False,  # abbreviations would defeat the argument splitter
     )
@@ -46,10 +50,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tag-output", action="store_true", help="prefix every output line with [rank]")
     parser.add_argument("--timeout", type=float, metavar="S", help="stop the job and exit 124 after S seconds")
     parser.add_argument(
-        "--store-host", default="127.0.0.1", metavar="H", help="address the rendezvous store listens on"
+        "--store-host",
+        metavar="H",
+        help="address the rendezvous store listens on (default: 127.0.0.1; with other hosts, this machine's "
+        "address on the route to them)",
     )
     parser.add_argument(
         "--store-port", type=int, default=0, metavar="P", help="port of the store (default: any free port)"
+    )
+    parser.add_argument(
+        "--host", metavar="A:SLOTS,B:SLOTS", help="run the ranks on these hosts, filling each one's slots in turn"
+    )
+    parser.add_argument("--hostfile", metavar="FILE", help="the hosts, one `host slots=N` per line")
+    parser.add_argument(
+        "--rsh",
+        default="ssh",
+        metavar="COMMAND",
+        help='remote shell that starts ranks on other hosts, given HOST and a command line (default "ssh")',
     )
     parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
     parser.add_argument("--info", action="store_true", help="print the rma and libfabric versions")
@@ -109,6 +126,26 @@ def build_command(kind: str, program: list[str], python: str | None = None) -> l
     return [target, *args]
 
 
+def _placement(args: argparse.Namespace) -> list[str] | None:
+    """Each rank's host from --host or --hostfile (None: all on this machine); fills in -n (the
+    hosts' slots) and --store-host when they were left out. Raises HostError."""
+    if args.host and args.hostfile:
+        raise HostError("--host and --hostfile exclude each other")
+    if not (args.host or args.hostfile):
+        args.store_host = args.store_host or "127.0.0.1"
+        return None
+    if args.serve_store:
+        raise HostError("--serve-store starts no ranks: --host and --hostfile do not apply")
+    hosts = parse_host_list(args.host) if args.host else parse_hostfile(args.hostfile)
+    if args.n is None:
+        args.n = sum(host.slots for host in hosts)
+    placement = place(hosts, max(args.n, 1))
+    remote = [name for name in placement if not is_local(name)]
+    if args.store_host is None:
+        args.store_host = store_address_for(remote) if remote else "127.0.0.1"
+    return placement
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run rmarun with argv (sys.argv[1:] when None) and return its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -126,6 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.info:
         return print_info()
+    try:
+        placement = _placement(args)
+    except HostError as exc:
+        say(str(exc))
+        return 2
     if args.n is None:
         parser.print_usage(sys.stderr)
         say("the number of ranks is required: -n N")
@@ -154,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "no such file" if str(exc).endswith(".py") else "command not found"
             say(f"{what}: {exc}")
             return 127
-        return Job(args, command).run()
+        return Job(args, command, placement).run()
     except BootstrapError as exc:
         say(str(exc))
         return 1

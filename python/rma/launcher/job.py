@@ -27,6 +27,7 @@ from .._job.spawn import (
     traceback_label,
 )
 from .._job.store_server import StoreServer
+from .hosts import is_local, remote_command
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
 
@@ -53,10 +54,12 @@ class _Rank:
 class Job:
     """Run N ranks of one command until they all exit, and clean up after them."""
 
-    def __init__(self, args: argparse.Namespace, command: list[str]):
+    def __init__(self, args: argparse.Namespace, command: list[str], placement: list[str] | None = None):
         self.args = args
         self.command = command
         self.size: int = args.n
+        # Each rank's host (--host, --hostfile), or None: every rank on this machine.
+        self.placement = placement
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.ranks: list[_Rank] = []
         out_lock = threading.Lock()
@@ -90,7 +93,13 @@ class Job:
 
     def _start_rank(self, index: int, env: dict[str, str]) -> _Rank:
         # A Ctrl-C on the terminal reaches only rmarun, which forwards it (see spawn.py).
-        proc = start_rank(self.command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        command = self.command
+        host = self.placement[index] if self.placement else None
+        if host is not None and not is_local(host):
+            # Stopping the remote shell's group stops a rank that ssh started only as far as
+            # its connection ends; the rank stops itself once this rmarun's store is gone.
+            command = remote_command(shlex.split(self.args.rsh), host, self.command, env)
+        proc = start_rank(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         rank = _Rank(index, proc)
         prefix = f"[{index}] ".encode() if self.args.tag_output else None
         for target, args in (
@@ -262,7 +271,12 @@ class Job:
     def _report(self, cause: _Rank) -> None:
         """Print the failure summary: which rank failed and, unless its traceback was shown
         under its rank's label already, the end of its stderr."""
-        summary = f"{PROG}: rank {cause.rank} failed ({describe_exit(cause.returncode)})" + (
+        host = self.placement[cause.rank] if self.placement else None
+        where = f" on {host}" if host else ""
+        how = describe_exit(cause.returncode)
+        if host and not is_local(host) and cause.returncode == 255:
+            how += ", as ssh ends when it cannot reach the host or run the command there"
+        summary = f"{PROG}: rank {cause.rank}{where} failed ({how})" + (
             "; stopping the other ranks" if self.stopped_others else ""
         )
         tail = b"".join(cause.tail)

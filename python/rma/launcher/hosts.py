@@ -1,0 +1,125 @@
+"""Where rmarun's ranks run: the hosts of --host and --hostfile, how ranks are placed on their
+slots, and how a rank is started on another host through a remote shell (--rsh).
+
+A rank on another host runs `RSH HOST 'cd DIR && exec env RMA_...=... COMMAND'`: the remote
+shell carries no environment, so the variables that make the process a rank (and the user's
+own RMA_* settings) travel on its command line, and the command (the same Python, the same
+script path) must exist there too, as on a cluster's shared file system.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+from dataclasses import dataclass
+
+__all__ = ["Host", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command", "store_address_for"]
+
+
+class HostError(ValueError):
+    """A host list or hostfile that cannot be used; its message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    slots: int
+
+
+def _slots(text: str, where: str) -> int:
+    try:
+        slots = int(text)
+    except ValueError:
+        raise HostError(f"{where}: slots must be a whole number, not {text!r}") from None
+    if slots < 1:
+        raise HostError(f"{where}: slots must be at least 1, not {slots}")
+    return slots
+
+
+def parse_host_list(text: str) -> list[Host]:
+    """`a:2,b:2` (or `a,b`: one slot each), as --host takes it."""
+    hosts = []
+    for item in text.split(","):
+        item = item.strip()
+        name, _, slots = item.partition(":")
+        if not name:
+            raise HostError(f"--host {text}: an empty host name")
+        hosts.append(Host(name, _slots(slots, f"--host {item}") if slots else 1))
+    return _merged(hosts)
+
+
+def parse_hostfile(path: str) -> list[Host]:
+    """One `host [slots=N]` per line, as Open MPI's hostfiles; `#` starts a comment."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise HostError(f"--hostfile {path}: {exc.strerror or exc}") from None
+    hosts = []
+    for number, line in enumerate(lines, 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"{path}:{number}"
+        slots = 1
+        for word in words[1:]:
+            key, _, value = word.partition("=")
+            if key in ("slots", "max_slots", "max-slots") and value:
+                if key == "slots":
+                    slots = _slots(value, where)
+            else:
+                raise HostError(f"{where}: expected `host slots=N`, found {word!r}")
+        hosts.append(Host(words[0], slots))
+    if not hosts:
+        raise HostError(f"--hostfile {path}: no hosts in it")
+    return _merged(hosts)
+
+
+def _merged(hosts: list[Host]) -> list[Host]:
+    # A host named twice has the slots of both, in the place of its first mention.
+    slots: dict[str, int] = {}
+    for host in hosts:
+        slots[host.name] = slots.get(host.name, 0) + host.slots
+    return [Host(name, count) for name, count in slots.items()]
+
+
+def place(hosts: list[Host], size: int) -> list[str]:
+    """The host of each rank: the first host's slots are filled first, then the next's
+    (a:2,b:2 with 4 ranks: a a b b; with 3: a a b)."""
+    total = sum(host.slots for host in hosts)
+    if size > total:
+        listed = ",".join(f"{host.name}:{host.slots}" for host in hosts)
+        raise HostError(f"{size} ranks do not fit the {total} slot(s) of the hosts ({listed})")
+    names = [host.name for host in hosts for _ in range(host.slots)]
+    return names[:size]
+
+
+def is_local(name: str) -> bool:
+    """Whether ranks on `name` start here, without the remote shell."""
+    return name in ("localhost", "127.0.0.1", "::1") or name in (socket.gethostname(), socket.getfqdn())
+
+
+def remote_command(rsh: list[str], host: str, command: list[str], env: dict[str, str]) -> list[str]:
+    """The local argv that runs `command` on `host` with the variables of `env` that a rank
+    needs there (RMA_*, PYTHONUNBUFFERED), in this directory."""
+    carried = {key: value for key, value in env.items() if key.startswith("RMA_") or key == "PYTHONUNBUFFERED"}
+    assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in sorted(carried.items()))
+    line = f"cd {shlex.quote(os.getcwd())} && exec env {assignments} {shlex.join(command)}"
+    return [*rsh, host, line]
+
+
+def store_address_for(hosts: list[str]) -> str:
+    """The address of this machine that the first remote host reaches it by (the store must
+    listen there). HostError when it cannot be told: the host's name does not resolve here."""
+    host = hosts[0]
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)[0]
+    except socket.gaierror as exc:
+        raise HostError(
+            f"cannot choose the store's address: host {host} does not resolve here ({exc.strerror}); "
+            "give --store-host ADDRESS, an address of this machine that the hosts reach"
+        ) from None
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect(address)  # (no packet: it only picks the route)
+        return probe.getsockname()[0]
