@@ -53,6 +53,16 @@ setup() {
   python_packages
 }
 
+test_packages() {
+  # Debian's Open MPI: tests/test_pmix.py starts rma jobs with its mpirun, through PMIx (libpmix2
+  # comes with it); rma itself needs neither.
+  if ! command -v mpirun >/dev/null; then
+    echo "dev.sh: installing Debian packages for the tests: openmpi-bin"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin >/dev/null
+  fi
+}
+
 cpp_tests() {
   # The core alone, built with sanitizers; its unit tests fork real ranks over shm and tcp.
   local build=build/sanitize
@@ -145,6 +155,7 @@ case "${1:-}" in
     ;;
   test)
     setup
+    test_packages
     lint
     docs
     cpp_tests

@@ -8,6 +8,7 @@ store_protocol.py  what the rendezvous store and its clients say, and store addr
 store_server.py    the rendezvous store one job's ranks meet at
 store_gate.py      the store's door: accepting connections and awaiting their hello, one thread
 store_client.py    a rank's connection to the store
+pmix_client.py     a rank's connection to a PMIx launcher's server (mpirun, srun), in the store's stead
 join.py            joining and leaving the job on a rank: rma.init() and rma.finalize()
 shm_files.py       removing the files dead ranks leave in /dev/shm
 

@@ -19,6 +19,7 @@ import traceback as tracebacks
 from .._native import _core
 from ..comm import Comm
 from ..errors import BootstrapError, RMAError
+from .pmix_client import PmixClient, started_by_pmix
 from .shm_files import remove_stale_shm_files
 from .spawn import traceback_label
 
@@ -188,7 +189,11 @@ def _join() -> _Job:
     requested = os.environ.get("RMA_PROVIDER", "")
     transport = requested_transport()
 
-    if not store_address:
+    if not store_address and started_by_pmix():
+        # An MPI launcher (mpirun, srun --mpi=pmix) started the ranks: its PMIx server is the store.
+        store = PmixClient()
+        rank, size = store.rank, store.size
+    elif not store_address:
         if size not in (None, 1):
             raise BootstrapError(
                 f"rma.init: a job of {size} ranks needs the rendezvous store: start it with "
@@ -198,15 +203,15 @@ def _join() -> _Job:
         runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us, transport)
         runtime.connect([runtime.address()], [socket.gethostname()])
         return _Job(runtime, None, Comm(runtime.world()))
+    else:
+        if rank is None or size is None:
+            raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
+        if not 0 <= rank < size:
+            raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
+        from .store_client import StoreClient
 
-    if rank is None or size is None:
-        raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
-    if not 0 <= rank < size:
-        raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
-    from .store_client import StoreClient
-
-    secret = os.environ.get("RMA_SECRET", "")
-    store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
+        secret = os.environ.get("RMA_SECRET", "")
+        store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
     try:
         # Round 1: where every rank runs, which decides the provider, and its RMA_TRANSPORT.
         store.put(f"host/{rank}", socket.gethostname().encode() + b"\0" + transport.encode())
