@@ -72,14 +72,16 @@ def left_with(marker: str) -> list[int]:
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_mpirun_starts_an_rma_job(size, tmp_path):
     code = """
-    import numpy as np, rma
+    import os, numpy as np, rma
     comm = rma.init()
     win = rma.Window.allocate(comm, 1, np.int64)
     win.fence()
     win.put(np.array([comm.rank + 100]), (comm.rank + 1) % comm.size)
     win.fence()
     total = comm.allreduce(comm.rank)
-    print(comm.rank, comm.size, total, int(win.local[0]), flush=True)
+    # One write per line: mpirun relays what each read of a rank's pipe gets, so a line printed
+    # in pieces (print under PYTHONUNBUFFERED) may be split by another rank's.
+    os.write(1, f"{comm.rank} {comm.size} {total} {int(win.local[0])}\\n".encode())
     win.free()
     """
     result = mpirun(size, code, tmp_path)
