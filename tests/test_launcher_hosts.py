@@ -219,3 +219,13 @@ def test_local_hosts_start_without_the_remote_shell():
     )
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.split()) == ["0", "1"]
+
+
+def test_ranks_of_different_rma_versions_are_refused(bed):
+    # Rank 1 (on the other host) as if another release were installed there.
+    h0, h1 = (host.name for host in bed.hosts)
+    code = "import os, rma; rma.__version__ = '9.9.9' if os.environ['RMA_RANK'] == '1' else rma.__version__; rma.init()"
+    result = run(bed, "--host", f"{h0},{h1}", code=code, timeout=60)
+    assert result.returncode == 1
+    assert f"rank 1 on {h1} runs 9.9.9" in result.stderr
+    assert "the ranks run different versions of rma" in result.stderr

@@ -213,9 +213,17 @@ def _join() -> _Job:
         secret = os.environ.get("RMA_SECRET", "")
         store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
     try:
-        # Round 1: where every rank runs, which decides the provider, and its RMA_TRANSPORT.
-        store.put(f"host/{rank}", socket.gethostname().encode() + b"\0" + transport.encode())
-        hosts, transports = zip(*(e.rpartition(b"\0")[::2] for e in store.get_many([f"host/{r}" for r in range(size)])))
+        # Round 1: where every rank runs, which decides the provider, its RMA_TRANSPORT, and
+        # its rma version (ranks of different versions may not speak the same messages).
+        version = sys.modules["rma"].__version__
+        store.put(f"host/{rank}", b"\0".join(part.encode() for part in (socket.gethostname(), transport, version)))
+        hosts, transports, versions = zip(*(e.split(b"\0") for e in store.get_many([f"host/{r}" for r in range(size)])))
+        if len(set(versions)) != 1:
+            found = "; ".join(
+                f"rank {r} on {hosts[r].decode()} runs {versions[r].decode()}"
+                for r in sorted({versions.index(v) for v in versions})
+            )
+            raise BootstrapError(f"rma.init: the ranks run different versions of rma ({found}); install one everywhere")
         if len(set(transports)) != 1:
             found = ", ".join(sorted({t.decode() for t in transports}))
             raise BootstrapError(f"rma.init: the ranks disagree on RMA_TRANSPORT ({found}); give every rank the same")
