@@ -1,5 +1,6 @@
-// The progress engine's dozing, with a transport that has no fabric: what matters here is the
-// engine's side of the wake-up protocol, which the fabric watcher relies on. A watcher armed by
+// The progress engine's dozing and Transport::wait_until's sleeping, with a transport that has
+// no fabric: what matters here is their side of the wake-up protocol, which the fabric watcher
+// relies on. A watcher armed by
 // before_doze() may find work at once and ring the bell before the engine's futex wait: that
 // ring must end the doze, or the engine sleeps its longest doze (100 ms) while a peer's
 // one-sided write waits for this rank's progress to land.
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "check.hpp"
@@ -81,6 +83,35 @@ int main() {
     engine.stop();
     // Not after the 20 ms of timed sleeps of an engine whose peers all ring it.
     CHECK(transport.dozes.load() >= 1 && first_doze < 20ms);
+  });
+  test::run("a wait asks done() no more once it held, sleeping on the wait fd included", [] {
+    // done() may do what it checks for (a post retried until the provider takes it): asked
+    // again after it held, it would post twice.
+    RingingTransport transport;
+    transport.ring_when_armed = false;
+    auto started = std::chrono::steady_clock::now();
+    bool held = false;
+    int asked_after = 0;
+    auto done = [&] {
+      if (held) ++asked_after;
+      // It holds first when asked from the sleep on the bell (the caller counts as a sleeper),
+      // past the backoff's spinning and yielding (500 us).
+      held = held || (transport.bell.sleepers.load() > 0 && std::chrono::steady_clock::now() - started > 1ms);
+      return held;
+    };
+    // Rings the bell now and then, as arriving traffic does, so the sleeps end.
+    std::atomic<bool> stop{false};
+    std::thread ringer([&] {
+      while (!stop) {
+        std::this_thread::sleep_for(1ms);
+        transport.bell.ring();
+      }
+    });
+    transport.wait_until(done, rma::Deadline::after(10), {}, [] { return std::string("test wait"); });
+    stop = true;
+    ringer.join();
+    CHECK(held);
+    CHECK(asked_after == 0);
   });
   return test::finish();
 }

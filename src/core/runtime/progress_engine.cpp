@@ -25,6 +25,13 @@ bool ProgressEngine::progress() {
   }
 }
 
+Clock::duration ProgressEngine::doze_after() const {
+  // Promptly only while no caller waits: one that does polls the network itself (and sleeps on
+  // the wait fd when its wait is long).
+  bool promptly = transport_.doze_promptly() && transport_.waiting_callers() == 0;
+  return promptly ? Clock::duration(kDozePromptlyAfter) : Clock::duration(kDozeAfter);
+}
+
 void ProgressEngine::run() {
   // Brief spinning: callers that wait poll for themselves; this thread is the safety net for
   // messages that arrive while the user's code runs, so it gets to sleeping quickly. Idle for
@@ -36,8 +43,7 @@ void ProgressEngine::run() {
     if (progress()) {
       backoff.reset();
       last_activity = Clock::now();
-    } else if (bell != nullptr &&
-               Clock::now() - last_activity >= (transport_.doze_promptly() ? kDozePromptlyAfter : kDozeAfter)) {
+    } else if (bell != nullptr && Clock::now() - last_activity >= doze_after()) {
       uint32_t rings = bell->rings.load();
       bool worked = false;
       bell->sleep_unless(

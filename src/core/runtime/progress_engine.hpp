@@ -24,7 +24,8 @@ class ProgressEngine {
 
  private:
   void run();
-  bool progress();  // one pass; errors are reported once, not thrown
+  bool progress();                     // one pass; errors are reported once, not thrown
+  Clock::duration doze_after() const;  // idle this long, it dozes on the bell
   static constexpr std::chrono::milliseconds kDozeAfter{20}, kDozeLongest{100};
   // Past the spinning and yielding of its backoff (Transport::doze_promptly).
   static constexpr std::chrono::microseconds kDozePromptlyAfter{60};

@@ -25,13 +25,28 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
+  // Counted while it polls the network itself: the progress engine leaves the network to it
+  // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine.
+  struct Counted {
+    std::atomic<int>* count;
+    explicit Counted(std::atomic<int>* c) : count(c) {
+      if (count) ++*count;
+    }
+    ~Counted() {
+      if (count) --*count;
+    }
+  } counted(bell == nullptr ? &waiting_callers_ : nullptr);
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
   // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is
   // long (its backoff sleeps), it says once what it waits for.
   std::optional<std::chrono::steady_clock::time_point> began;
   bool reported = hang_report_seconds_ <= 0;
-  while (!done()) {
+  // done() may do what it checks for (a post that succeeds when retried): once it held, it is
+  // not asked again, neither by the loop nor by a bell's sleep.
+  bool finished = false;
+  auto holds = [&] { return finished || (finished = done()); };
+  while (!holds()) {
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.
     // A condition with a bell lives in shared memory: polling the fabric would only delay
@@ -69,7 +84,18 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     if (busy) {
       backoff.reset();
     } else if (bell != nullptr && backoff.sleeping()) {
-      bell->sleep_unless(done, kBellCheck);
+      bell->sleep_unless(holds, kBellCheck);
+    } else if (doze_promptly() && backoff.sleeping() && !network_in_flight()) {
+      // Peers on other hosts: asleep until the fabric's wait fd says something came (a timed
+      // sleep would hold up a peer's one-sided write, which needs this rank's progress). The
+      // watcher is armed once this thread counts as asleep, or its ring could be lost.
+      incoming_bell()->sleep_unless(
+          [&] {
+            if (holds()) return true;
+            before_doze();
+            return false;
+          },
+          kBellCheck);
     } else {
       // Not asleep while the network carries our own operations: the provider moves their data
       // only when polled (a sleep would stall a large transfer mid-way).

@@ -4,6 +4,7 @@
 // ranks of one host.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -107,10 +108,15 @@ class Transport {
   // after a while of timed sleeps: true when a wait fd wakes it for the network (before_doze),
   // because a peer's one-sided write needs this rank's progress to land but shows it no
   // completion, so timed sleeps (up to RMA_PROGRESS_SLEEP_US) would stretch every such write.
+  // (Callers of wait_until sleep on the fabric's wait fd then too.)
   virtual bool doze_promptly() const { return false; }
   // Whether operations of this rank are on the network and need its polling to go on (a
   // provider with manual progress sends a large transfer piece by piece).
   virtual bool network_in_flight() const { return false; }
+  // Callers inside wait_until now without a bell. They poll the transport themselves, and sleep on the
+  // fabric's wait fd when their wait is long, so the progress engine need not doze promptly
+  // meanwhile: its wake-ups would only take CPU from them (two per message when it does).
+  int waiting_callers() const noexcept { return waiting_callers_.load(std::memory_order_relaxed); }
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).
@@ -137,6 +143,7 @@ class Transport {
   int rank_, size_;
   PeerStatus peers_;
   double hang_report_seconds_ = 0;
+  std::atomic<int> waiting_callers_{0};
 };
 
 }  // namespace rma
