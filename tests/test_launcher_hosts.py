@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from processes import gone_soon, run_in_own_group
 from rma.launcher.hosts import Host, HostError, parse_host_list, parse_hostfile, place
 from testbed import TestBed
 
@@ -36,46 +37,7 @@ def run(bed, *args, code, timeout=WAIT, store_host=True):
     if store_host:
         options += ["--store-host", bed.switch_address]
     env = dict(os.environ, **bed.rsh_environment())
-    with subprocess.Popen(
-        [*RMARUN, *options, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        text=True,
-        start_new_session=True,
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-def left_with(marker: str) -> list[str]:
-    """The command lines of live processes, on any host of the machine, that carry marker."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker in cmdline and state != b"Z":
-            left.append(cmdline)
-    return left
-
-
-def gone_soon(marker: str, seconds: float = 10.0) -> list[str]:
-    """What is still left with marker after waiting up to `seconds` for it to end."""
-    end = time.monotonic() + seconds
-    while (left := left_with(marker)) and time.monotonic() < end:
-        time.sleep(0.1)
-    return left
+    return run_in_own_group([*RMARUN, *options, "-c", code], timeout=timeout, env=env)
 
 
 RING = """

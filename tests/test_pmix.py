@@ -6,7 +6,6 @@ rmarun and no store (rma.init() takes rank, size and the peers' addresses from P
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import uuid
 
 import pytest
 
+from processes import processes_with, run_in_own_group
 from rma._job import pmix_client
 from rma.errors import BootstrapError
 
@@ -34,39 +34,7 @@ def mpirun(size: int, code: str, tmp_path, timeout: float = WAIT) -> subprocess.
     command = [MPIRUN, "--oversubscribe", "-n", str(size)]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
-    with subprocess.Popen(
-        [*command, sys.executable, str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=tmp_path,
-        text=True,
-        start_new_session=True,
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-def left_with(marker: str) -> list[int]:
-    """Pids of live processes whose command line carries marker."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state != b"Z":
-            left.append(int(pid))
-    return left
+    return run_in_own_group([*command, sys.executable, str(script)], timeout=timeout, env=env, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
@@ -106,7 +74,7 @@ def test_a_dying_rank_ends_the_mpirun_job(tmp_path):
     assert result.returncode != 0
     assert time.monotonic() - started < 60
     assert "RuntimeError: rank 2 gives up" in result.stderr
-    assert left_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_without_libpmix_the_error_says_what_to_install(monkeypatch):
