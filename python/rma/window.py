@@ -158,8 +158,7 @@ class Window(_core.Window):
             core = _core.WindowCore.create_shared(comm._core, owner, label, call, note)
         else:
             core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call, note)
-        layout = [pickle.loads(note) for note in core.notes]
-        layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in layout]
+        layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in map(pickle.loads, core.notes)]
         # What the compiled calls need of each target: its dtype, displacement unit, and whether
         # it is raw bytes (a uint8 window takes any plain dtype by displacement).
         targets = [(dt, u, dt == np.uint8) for _, dt, u in layout]

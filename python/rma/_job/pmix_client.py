@@ -27,7 +27,7 @@ _NSLEN = 255
 _KEYLEN = 511
 _RANK_WILDCARD = 0xFFFFFFFE
 _SUCCESS = 0
-_BOOL, _STRING, _UINT32, _BYTE_OBJECT = 1, 3, 14, 27
+_BOOL, _UINT32, _BYTE_OBJECT = 1, 14, 27
 _GLOBAL = 3  # pmix_scope_t: shared with every process of the job, on every node
 _JOB_SIZE = b"pmix.job.size"
 _COLLECT_DATA = b"pmix.collect"
@@ -51,7 +51,6 @@ class _Data(ctypes.Union):
     _fields_ = [
         ("flag", ctypes.c_bool),
         ("uint32", ctypes.c_uint32),
-        ("string", ctypes.c_char_p),
         ("bo", _ByteObject),
         ("envar", _Envar),
     ]

@@ -9,12 +9,16 @@ script path) must exist there too, as on a cluster's shared file system.
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import socket
 from dataclasses import dataclass
 
-__all__ = ["Host", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command", "store_address_for"]
+__all__ = [
+    "Host", "HostError", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command",
+    "store_address_for",
+]  # fmt: skip
 
 
 class HostError(ValueError):
@@ -95,8 +99,10 @@ def place(hosts: list[Host], size: int) -> list[str]:
     return names[:size]
 
 
+@functools.cache
 def is_local(name: str) -> bool:
-    """Whether ranks on `name` start here, without the remote shell."""
+    """Whether ranks on `name` start here, without the remote shell. (Once per name: getfqdn
+    may ask DNS, and rmarun asks for every rank.)"""
     return name in ("localhost", "127.0.0.1", "::1") or name in (socket.gethostname(), socket.getfqdn())
 
 
