@@ -90,7 +90,9 @@ def test_tagged_output_from_every_host(bed):
 def test_a_failing_rank_on_another_host_stops_every_host(bed):
     h0, h1 = (host.name for host in bed.hosts)
     marker = f"marker-{uuid.uuid4().hex}"
-    code = f"import rma, time; '{marker}'; c = rma.init(); time.sleep(0.3); c.barrier() if c.rank != 3 else 1 / 0"
+    # The others sleep, so that rank 3 is the first to fail (ranks blocked in a call for it would
+    # fail with PeerError, possibly before its own exit reaches rmarun through the remote shell).
+    code = f"import rma, time; '{marker}'; c = rma.init(); time.sleep(0.3); time.sleep(120) if c.rank != 3 else 1 / 0"
     started = time.monotonic()
     result = run(bed, "--host", f"{h0}:2,{h1}:2", code=code)
     assert result.returncode == 1
