@@ -337,3 +337,24 @@ def test_a_malloc_tuning_setting_that_does_not_exist_stops_init():
         timeout=30,
     )
     assert out.returncode != 0 and "RMA_MALLOC_TUNING='yes': use 1 or 0" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "launcher, says",
+    [
+        ({"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}, "was started by srun without PMIx: use `srun --mpi=pmix`"),
+        ({"PMI_RANK": "1", "PMI_SIZE": "4"}, "was started by a launcher that speaks PMI, not PMIx (MPICH's mpiexec?)"),
+        ({"RMA_RANK": "1", "RMA_SIZE": "4"}, "needs the rendezvous store: start it with `rmarun -n N ...`"),
+    ],
+)
+def test_a_rank_of_several_with_no_way_to_meet_says_which_launcher_fell_short(launcher, says):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "SLURM_", "PMI_", "PMIX_", "OMPI_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", "import rma; rma.init()"],
+        env={**env, **launcher},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode != 0
+    assert f"BootstrapError: rma.init: a job of 4 ranks {says}" in out.stderr, out.stderr

@@ -25,13 +25,13 @@ pytestmark = pytest.mark.skipif(
 WAIT = 90.0
 
 
-def mpirun(size: int, code: str, tmp_path, timeout: float = WAIT) -> subprocess.CompletedProcess:
+def mpirun(size: int, code: str, tmp_path, timeout: float = WAIT, options=()) -> subprocess.CompletedProcess:
     """`mpirun -n size python script` with code as the script; the CompletedProcess."""
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(code))
     # Nothing of rmarun's: the ranks must find their job through PMIx alone.
     env = {key: value for key, value in os.environ.items() if not key.startswith(("RMA_", "PMIX_", "OMPI_"))}
-    command = [MPIRUN, "--oversubscribe", "-n", str(size)]
+    command = [MPIRUN, "--oversubscribe", *options, "-n", str(size)]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
     return run_in_own_group([*command, sys.executable, str(script)], timeout=timeout, env=env, cwd=tmp_path)
@@ -75,6 +75,58 @@ def test_a_dying_rank_ends_the_mpirun_job(tmp_path):
     assert time.monotonic() - started < 60
     assert "RuntimeError: rank 2 gives up" in result.stderr
     assert processes_with(marker) == []
+
+
+# mpirun does not kill the job when a rank fails: the others must find out on their own.
+LET_OTHERS_RUN = ("--mca", "orte_abort_on_non_zero_status", "0")
+
+
+@pytest.mark.parametrize("size, dying", [(2, 1), (3, 0), (4, 2)])
+def test_a_dying_rank_ends_the_others_blocked_calls_with_peer_error(size, dying, tmp_path):
+    code = f"""
+    import os, time, numpy as np, rma
+    comm = rma.init()
+    win = rma.Window.allocate(comm, 1, np.int64)
+    if comm.rank == {dying}:
+        time.sleep(0.5)
+        os._exit(3)  # dies without a word, as a killed process
+    try:
+        win.fence()  # waits for rank {dying} until it is known dead
+    except rma.PeerError as exc:
+        os.write(1, f"{{comm.rank}} PeerError {{exc}}\\n".encode())
+        os._exit(0)
+    """
+    started = time.monotonic()
+    result = mpirun(size, code, tmp_path, options=LET_OTHERS_RUN)
+    assert time.monotonic() - started < 30, result.stderr
+    lines = sorted(result.stdout.splitlines())
+    assert [line.split()[:2] for line in lines] == [[str(r), "PeerError"] for r in range(size) if r != dying], (
+        result.stdout + result.stderr
+    )
+    assert all(f"rank {dying}" in line for line in lines), lines
+
+
+def test_a_launcher_whose_job_size_differs_from_its_pmix_job_is_refused(tmp_path):
+    # As when each process is a PMIx job of its own (the launcher's PMIx is not this libpmix):
+    # the launcher's count of ranks and PMIx's disagree.
+    code = """
+    import os, rma
+    os.environ["OMPI_COMM_WORLD_SIZE"] = "3"
+    try:
+        rma.init()
+    except rma.BootstrapError as exc:
+        print(exc)
+    """
+    result = mpirun(2, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.splitlines()
+        == [
+            "rma.init: the launcher started 3 ranks (OMPI_COMM_WORLD_SIZE=3) but its PMIx job has 2; does the "
+            "launcher's PMIx match this machine's libpmix (srun --mpi=pmix, Open MPI's own mpirun)?"
+        ]
+        * 2
+    )
 
 
 def test_without_libpmix_the_error_says_what_to_install(monkeypatch):

@@ -195,10 +195,7 @@ def _join() -> _Job:
         rank, size = store.rank, store.size
     elif not store_address:
         if size not in (None, 1):
-            raise BootstrapError(
-                f"rma.init: a job of {size} ranks needs the rendezvous store: start it with "
-                "`rmarun -n N ...`, or set RMA_STORE and RMA_SECRET (see `rmarun --serve-store`)"
-            )
+            raise BootstrapError(f"rma.init: a job of {size} ranks {_without_store_hint()}")
         provider, node = choose_provider(requested, same_host=True)
         runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us, transport)
         runtime.connect([runtime.address()], [socket.gethostname()])
@@ -213,6 +210,8 @@ def _join() -> _Job:
         secret = os.environ.get("RMA_SECRET", "")
         store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
     try:
+        if isinstance(store, PmixClient):
+            _check_launcher_size(store.size)
         # Round 1: where every rank runs, which decides the provider, its RMA_TRANSPORT, and
         # its rma version (ranks of different versions may not speak the same messages).
         version = sys.modules["rma"].__version__
@@ -228,6 +227,8 @@ def _join() -> _Job:
             found = ", ".join(sorted({t.decode() for t in transports}))
             raise BootstrapError(f"rma.init: the ranks disagree on RMA_TRANSPORT ({found}); give every rank the same")
         same_host = len(set(hosts)) == 1
+        if isinstance(store, PmixClient):
+            store.watch_departures([host.decode() for host in hosts])
         provider, node = choose_provider(requested, same_host=same_host)
         runtime = _open_runtime(rank, size, provider, node, timeout, sleep_us, transport, spans_hosts=not same_host)
         # Round 2: endpoint addresses, tagged with the provider so a mismatch is caught here.
@@ -252,6 +253,35 @@ def _join() -> _Job:
         store.close(clean=False)
         raise
     return _Job(runtime, store, world)
+
+
+def _check_launcher_size(pmix_size: int) -> None:
+    """A launcher that set a job size (OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS) other than
+    its PMIx job's started each rank as a job of its own (a PMIx server of another version, say):
+    joining would run N jobs of one rank each, silently."""
+    for name in ("OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) != pmix_size:
+            raise BootstrapError(
+                f"rma.init: the launcher started {value} ranks ({name}={value}) but its PMIx job has "
+                f"{pmix_size}; does the launcher's PMIx match this machine's libpmix (srun --mpi=pmix, "
+                "Open MPI's own mpirun)?"
+            )
+
+
+def _without_store_hint() -> str:
+    """Why a process of a job of several ranks found no way to meet the others."""
+    if os.environ.get("SLURM_PROCID"):
+        return "was started by srun without PMIx: use `srun --mpi=pmix`, or rmarun"
+    if os.environ.get("PMI_RANK"):
+        return (
+            "was started by a launcher that speaks PMI, not PMIx (MPICH's mpiexec?): use Open MPI's "
+            "mpirun, `srun --mpi=pmix` or rmarun"
+        )
+    return (
+        "needs the rendezvous store: start it with `rmarun -n N ...`, or set RMA_STORE and "
+        "RMA_SECRET (see `rmarun --serve-store`)"
+    )
 
 
 def _peer_died(runtime: _core.Runtime, rank: int, unreachable: bool) -> None:

@@ -7,8 +7,12 @@ unreachable, close), over PMIx_Put, PMIx_Commit, PMIx_Fence (collecting the data
 The client library (Debian's libpmix2) is loaded at run time through ctypes, so rma installs
 and runs without it; only a process that a PMIx launcher started needs it.
 
-A dying rank: PMIx launchers end the whole job when a rank fails (mpirun kills the others),
-so no death notices come through here; a rank's blocked calls end with the job.
+A dying rank: the launchers do not tell the others in a way rma can use (Open MPI 4's mpirun
+sends no PMIx event, and kills the job unless told not to; srun lets the others run on by
+default). So rank 0 serves a store used only to watch the ranks (watch_departures): every rank
+holds a connection to it, and a connection that ends without a goodbye is announced to the
+others, whose blocked calls end with PeerError, as under rmarun. Its address and secret travel
+through PMIx.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import time
 from collections.abc import Callable
 
 from ..errors import BootstrapError
+from .store_client import StoreClient
+from .store_protocol import address_towards
+from .store_server import StoreServer
 
 __all__ = ["started_by_pmix", "PmixClient"]
 
@@ -32,6 +40,8 @@ _GLOBAL = 3  # pmix_scope_t: shared with every process of the job, on every node
 _JOB_SIZE = b"pmix.job.size"
 _COLLECT_DATA = b"pmix.collect"
 _KEY_PREFIX = "rma."  # our keys, apart from the launcher's
+_WATCH_JOIN_TIMEOUT = 30.0  # seconds for a rank to reach rank 0's watch
+_WATCH_LINGER = 10.0  # seconds rank 0 serves the watch at the end for ranks still finishing
 
 
 class _Proc(ctypes.Structure):
@@ -97,6 +107,8 @@ class PmixClient:
         self._check(self._lib.PMIx_Init(ctypes.byref(self._me), None, 0), "PMIx_Init")
         self._open = True
         self._fenced = True  # nothing put since the last fence
+        self._watch_server: StoreServer | None = None  # rank 0's, see watch_departures
+        self._watch: StoreClient | None = None
         self.rank = int(self._me.rank)
         job = _Proc(self._me.nspace, _RANK_WILDCARD)
         value = self._get(job, _JOB_SIZE)
@@ -127,11 +139,7 @@ class PmixClient:
     def get_many(self, keys: list[str], timeout: float | None = None) -> list[bytes]:
         """Every rank's value of keys "name/rank"; a fence with every rank first (collective)."""
         if not self._fenced:
-            self._check(self._lib.PMIx_Commit(), "PMIx_Commit")
-            collect = _Info(_COLLECT_DATA, 0, _Value(_BOOL))
-            collect.value.data.flag = True
-            self._check(self._lib.PMIx_Fence(None, 0, ctypes.byref(collect), 1), "PMIx_Fence")
-            self._fenced = True
+            self._fence()
         values = []
         for key in keys:
             name, _, rank = key.partition("/")
@@ -141,13 +149,58 @@ class PmixClient:
             values.append(ctypes.string_at(value.data.bo.bytes, value.data.bo.size))
         return values
 
+    def _fence(self) -> None:
+        """Commit what this rank put and wait for every rank's (collective)."""
+        self._check(self._lib.PMIx_Commit(), "PMIx_Commit")
+        collect = _Info(_COLLECT_DATA, 0, _Value(_BOOL))
+        collect.value.data.flag = True
+        self._check(self._lib.PMIx_Fence(None, 0, ctypes.byref(collect), 1), "PMIx_Fence")
+        self._fenced = True
+
+    def watch_departures(self, hosts: list[str]) -> None:
+        """Start watching the ranks (collective; module docstring): rank 0 serves the watch, on
+        an address that the ranks on `hosts` (each rank's host name) reach."""
+        if self.rank == 0:
+            self._watch_server = StoreServer(self.size, host=_watch_address(hosts))
+            self._watch_server.start()
+            self.put("watch/0", f"{self._watch_server.secret} {self._watch_server.reachable_address}".encode())
+        self._fence()
+        secret, address = self.get_many(["watch/0"])[0].decode().split(" ")
+        self._watch = StoreClient(address, secret, self.rank, timeout=_WATCH_JOIN_TIMEOUT)
+
     def on_peer_dead(self, callback: Callable[[int], None]) -> None:
-        """No notices: the launcher ends the job when a rank dies (module docstring)."""
+        """Call callback(rank) when a rank dies (after watch_departures). The watch itself is
+        rank 0's: losing it means rank 0 is gone."""
+        if self._watch is not None:
+            self._watch.on_peer_dead(lambda rank: callback(0 if rank == -1 else rank))
 
     def unreachable(self, rank: int) -> bool:
-        return False
+        """Whether a rank announced dead went silent (its host, or the link) rather than ended."""
+        return self._watch is not None and self._watch.unreachable(-1 if rank == 0 else rank)
 
     def close(self, clean: bool = True) -> None:
-        if self._open:
-            self._open = False
-            self._lib.PMIx_Finalize(None, 0)
+        if not self._open:
+            return
+        self._open = False
+        if self._watch is not None:
+            self._watch.close(clean)
+        if self._watch_server is not None:
+            # Rank 0 serves the watch until the others said goodbye: ending it earlier would
+            # announce rank 0 dead to a rank that is still finishing.
+            deadline = time.monotonic() + _WATCH_LINGER if clean else 0.0
+            while self._watch_server.ranks_connected() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self._watch_server.close()
+        self._lib.PMIx_Finalize(None, 0)
+
+
+def _watch_address(hosts: list[str]) -> str:
+    """Where rank 0 serves the watch: loopback when the job is on one host, else its address on
+    the route to another rank's host (all addresses when that host's name does not resolve)."""
+    others = [host for host in hosts if host != hosts[0]]
+    if not others:
+        return "127.0.0.1"
+    try:
+        return address_towards(others[0])
+    except OSError:
+        return "0.0.0.0"  # (the ranks are then given this machine's name: StoreServer)

@@ -31,6 +31,7 @@ from ..errors import BootstrapError
 
 __all__ = [
     "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "link_timeout", "watch_link",
+    "address_towards",
 ]  # fmt: skip
 
 #: Largest value accepted by StoreClient.put().
@@ -63,6 +64,15 @@ def parse_address(address: str) -> tuple[str, int]:
 def format_address(host: str, port: int) -> str:
     """Join host and port, bracketing IPv6 literals so that parse_address round-trips."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def address_towards(host: str) -> str:
+    """This machine's address on the route to `host`: where a store listens for ranks there.
+    OSError (socket.gaierror) when the name does not resolve."""
+    family, _, _, _, address = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)[0]
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect(address)  # (no packet: it only picks the route)
+        return probe.getsockname()[0]
 
 
 def link_timeout() -> float:

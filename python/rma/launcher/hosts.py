@@ -15,6 +15,8 @@ import shlex
 import socket
 from dataclasses import dataclass
 
+from .._job.store_protocol import address_towards
+
 __all__ = [
     "Host", "HostError", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command",
     "store_address_for",
@@ -120,12 +122,9 @@ def store_address_for(hosts: list[str]) -> str:
     listen there). HostError when it cannot be told: the host's name does not resolve here."""
     host = hosts[0]
     try:
-        family, _, _, _, address = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)[0]
+        return address_towards(host)
     except socket.gaierror as exc:
         raise HostError(
             f"cannot choose the store's address: host {host} does not resolve here ({exc.strerror}); "
             "give --store-host ADDRESS, an address of this machine that the hosts reach"
         ) from None
-    with socket.socket(family, socket.SOCK_DGRAM) as probe:
-        probe.connect(address)  # (no packet: it only picks the route)
-        return probe.getsockname()[0]
