@@ -131,9 +131,24 @@ def test_ctrl_c_stops_the_ranks_on_every_host(bed):
 def test_an_unknown_host_is_named(bed):
     h0 = bed.hosts[0].name
     result = run(bed, "--host", f"{h0},nosuchhost", code="import rma; rma.init()", timeout=60)
-    assert result.returncode == 255
-    assert "rmarun: rank 1 on nosuchhost failed (exit status 255" in result.stderr
-    assert "unknown host nosuchhost" in result.stderr
+    assert result.returncode == 2
+    # One line, before any rank started: which host, through what, and the remote shell's words.
+    assert result.stderr.startswith(f"rmarun: cannot run {sys.executable} on host nosuchhost through `{RSH}`")
+    assert "(exit status 255: " in result.stderr and "unknown host nosuchhost" in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_a_host_whose_python_has_no_rma_is_named(bed):
+    # Debian's own Python has no rma (it is in the project's virtual environment only).
+    python = "/usr/bin/python3"
+    if not os.path.exists(python) or subprocess.run([python, "-c", "import rma"], capture_output=True).returncode == 0:
+        pytest.skip(f"needs a Python without rma at {python}")
+    h0, h1 = (host.name for host in bed.hosts)
+    options = ["--rsh", RSH, "--store-host", bed.switch_address, "--host", f"{h0},{h1}"]
+    env = dict(os.environ, **bed.rsh_environment())
+    result = run_in_own_group([*RMARUN, *options, python, "-c", "import rma; rma.init()"], timeout=WAIT, env=env)
+    assert result.returncode == 2
+    assert result.stderr == f"rmarun: host {h0} has no rma for {python} (No module named 'rma'): install it there\n"
 
 
 def test_the_store_address_needs_a_host_that_resolves(bed):

@@ -13,6 +13,7 @@ from .hosts import HostError, is_local, parse_host_list, parse_hostfile, place, 
 from .info import print_info
 from .job import Job
 from .output import PROG, say
+from .preflight import check_hosts
 from .serve_store import serve_store
 
 __all__ = ["main", "build_parser", "split_argv", "build_command"]
@@ -196,6 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "no such file" if str(exc).endswith(".py") else "command not found"
             say(f"{what}: {exc}")
             return 127
+        if placement is not None:
+            try:
+                check_hosts(args.rsh, list(dict.fromkeys(placement)), command)
+            except HostError as exc:
+                say(str(exc))
+                return 2
         return Job(args, command, placement).run()
     except BootstrapError as exc:
         say(str(exc))
