@@ -54,12 +54,14 @@ setup() {
 }
 
 test_packages() {
-  # Debian's Open MPI: tests/test_pmix.py starts rma jobs with its mpirun, through PMIx (libpmix2
-  # comes with it); rma itself needs neither.
-  if ! command -v mpirun >/dev/null; then
-    echo "dev.sh: installing Debian packages for the tests: openmpi-bin"
+  # Debian's Open MPI and Slurm: tests/test_pmix.py starts rma jobs with mpirun, and
+  # tests/test_slurm.py with srun --mpi=pmix on a one-node Slurm it starts; both through PMIx.
+  # Slurm's PMIx plugin loads libpmix.so, which only libpmix-dev ships. rma itself needs none.
+  local packages="openmpi-bin slurmctld slurmd slurm-client libpmix-dev"
+  if ! command -v mpirun >/dev/null || ! command -v slurmd >/dev/null || ! dpkg -s libpmix-dev >/dev/null 2>&1; then
+    echo "dev.sh: installing Debian packages for the tests: $packages"
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
   fi
 }
 
