@@ -50,10 +50,12 @@ class Slurm:
             f.write(self._configuration(host))
         self.env = dict(os.environ, SLURM_CONF=self.conf)
         self._daemons: list[subprocess.Popen] = []
+        # The daemons are not ours to check: a sanitizer preloaded for the ranks stays off them.
+        daemon_env = {key: value for key, value in self.env.items() if key != "LD_PRELOAD"}
         try:
             for daemon in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
                 log = open(os.path.join(self.directory, "log", daemon[0] + ".out"), "w")
-                self._daemons.append(subprocess.Popen(daemon, env=self.env, stdout=log, stderr=subprocess.STDOUT))
+                self._daemons.append(subprocess.Popen(daemon, env=daemon_env, stdout=log, stderr=subprocess.STDOUT))
                 log.close()
             self._wait_until_idle()
         except BaseException:
