@@ -63,6 +63,9 @@ TITLES = {
     "comm_Allreduce": "comm Allreduce of a float64 array",
 }
 COMMUNICATOR_RANKS = (2, 4)
+# The collective window cases again at more ranks than the machine has cores (the scaling table).
+SCALING_RANKS = (4, 8)
+SCALING_CASES = ["--cases", "fence_empty,win_create_free,barrier"]
 
 
 def say(text: str) -> None:
@@ -194,11 +197,15 @@ def main() -> None:
         return
     RESULTS.mkdir(exist_ok=True)
 
-    # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks.
+    # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks,
+    # and the collective window cases at 4 and 8 ranks. The second of each pair is the job's rank
+    # count when its rows are told apart by it ("barrier@8"), else 0.
     def rma_jobs() -> list[tuple[list[str], int]]:
-        return [(rmarun(2, []), 0), (rmarun(4, ["--contended"]), 0)] + [
-            (rmarun(n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS
-        ]
+        return (
+            [(rmarun(2, []), 0), (rmarun(4, ["--contended"]), 0)]
+            + [(rmarun(n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS]
+            + [(rmarun(n, SCALING_CASES), n) for n in SCALING_RANKS]
+        )
 
     systems: dict[str, list[tuple[list[str], int]]] = {"rma": rma_jobs()}
     c_systems: dict[str, tuple[Path, str]] = {}
@@ -213,6 +220,7 @@ def main() -> None:
                     (mpiexec(python, package, 4, ["--contended"]), 0),
                 ]
                 systems[name] += [(mpiexec(python, package, n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS]
+                systems[name] += [(mpiexec(python, package, n, SCALING_CASES), n) for n in SCALING_RANKS]
                 c_systems[C_COLUMNS[package]] = (python, package)
 
     values: dict[tuple[str, int, str], list[float]] = {}
@@ -223,7 +231,7 @@ def main() -> None:
             results = []
             for job, ranks in jobs:
                 for result in run_job(job):
-                    if ranks:  # a communicator case: one row per rank count
+                    if ranks:  # one row per rank count
                         result["case"] = f"{result['case']}@{ranks}"
                     results.append(result)
             for result in results:
