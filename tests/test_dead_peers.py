@@ -4,6 +4,7 @@ RMA_TRANSPORT=libfabric; the ranks inherit the setting). Ranks are started by ha
 test_bootstrap.py: the pytest plugin counts a rank that dies as a failed test."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,10 @@ def assert_death_ends(setup, call, size, *, victim=None, waiters=None, kill=Fals
         print(f"rank {rank} of {size}: {seconds} s to {message.strip()}")  # (pytest -s shows the times)
         assert float(seconds) < 10, message
         assert f"rank {victim} died" in message, f"rank {rank}: {message}"
+        # The waiting rank is named once: "while rank 0 was in win.fence of window 1", not "...
+        # was in win.fence on rank 0 of window 1".
+        assert f"while rank {rank} was in" in message, message
+        assert not re.search(rf"was in \S+ on rank {rank}\b", message), message
         if named:
             assert named in message, message
 

@@ -2,10 +2,24 @@
 // rma.errors; nothing else in the core knows about Python.
 #pragma once
 
+#include <cctype>
 #include <stdexcept>
 #include <string>
 
 namespace rma {
+
+// `text` without " on rank <rank>": an error's text names the rank once, at its start ("rma:
+// rank 0: ..."), while the name of a window call says the rank too ("win.fence on rank 0 of
+// window 1").
+inline std::string without_rank_mention(std::string text, int rank) {
+  std::string mention = " on rank " + std::to_string(rank);
+  for (size_t at = text.find(mention); at != std::string::npos; at = text.find(mention, at + 1)) {
+    size_t end = at + mention.size();
+    if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end])))
+      return text.erase(at, mention.size());
+  }
+  return text;
+}
 
 // Base of every error the core raises on purpose.
 class RmaError : public std::runtime_error {

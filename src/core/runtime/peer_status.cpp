@@ -38,7 +38,8 @@ void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::strin
                           ? "(the rendezvous store stopped answering for RMA_LINK_TIMEOUT: this host's link is "
                             "down, or the store's host is gone)"
                           : "(the launcher's rendezvous store is gone)";
-    throw PeerError("rma: rank " + std::to_string(my_rank) + " lost contact with the job " + why + " during " + during);
+    throw PeerError("rma: rank " + std::to_string(my_rank) + " lost contact with the job " + why + " during " +
+                    without_rank_mention(during, my_rank));
   }
   for (int rank : ranks) {
     if (rank != my_rank && dead(rank)) {
@@ -48,8 +49,8 @@ void PeerStatus::check(std::span<const int> ranks, int my_rank, const std::strin
                              ? " became unreachable (its host stopped answering for RMA_LINK_TIMEOUT: its link is "
                                "down, or the host is gone)"
                              : " died (its process ended without rma.finalize())";
-      std::string text =
-          "rma: rank " + std::to_string(first) + what + " while rank " + std::to_string(my_rank) + " was in " + during;
+      std::string text = "rma: rank " + std::to_string(first) + what + " while rank " + std::to_string(my_rank) +
+                         " was in " + without_rank_mention(during, my_rank);
       if (first != rank) {
         text += "; rank " + std::to_string(rank) + ", which this call waits for, has " +
                 (unreachable_[rank].load(std::memory_order_relaxed) ? "become unreachable" : "ended") + " since";

@@ -1,24 +1,16 @@
 #include "runtime/transport.hpp"
 
-#include <cctype>
-
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "errors.hpp"
 #include "runtime/interrupts.hpp"
 
 namespace rma {
 
-std::string Transport::without_own_rank(std::string text) const {
-  std::string own = " on rank " + std::to_string(rank_);
-  for (size_t at = text.find(own); at != std::string::npos; at = text.find(own, at + 1)) {
-    size_t end = at + own.size();
-    if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return text.erase(at, own.size());
-  }
-  return text;
-}
+std::string Transport::without_own_rank(std::string text) const { return without_rank_mention(std::move(text), rank_); }
 
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                            const std::function<std::string()>& what, Bell* bell, bool interruptible) {
