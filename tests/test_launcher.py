@@ -342,6 +342,36 @@ def test_timeout_shows_where_each_rma_rank_stood(tmp_path):
         assert f"[rank {rank}]     {'time.sleep(60)' if rank == 2 else 'comm.barrier()'}" in shown, result.stderr
 
 
+def test_ctrl_c_shows_where_each_rma_rank_stood(tmp_path):
+    # As the timeout above, by SIGINT to rmarun (a Ctrl-C on its terminal): rmarun forwards it,
+    # and each rank shows its traceback under its label before the job ends with 130.
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import time, rma\ncomm = rma.init()\nprint('in', flush=True)\n"
+        "if comm.rank == 2:\n    time.sleep(60)\ncomm.barrier()\n"
+    )
+    with subprocess.Popen(
+        [*RMARUN, "-n", "3", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    ) as proc:  # fmt: skip
+        try:
+            for _ in range(3):  # every rank past rma.init()
+                assert proc.stdout.readline() == "in\n"
+            time.sleep(0.5)  # ranks 0 and 1 in the barrier
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=15)
+        except BaseException:
+            stop_launcher(proc)
+            raise
+    assert proc.returncode == 130, err
+    assert "got SIGINT; stopping all ranks" in err
+    for rank in range(3):
+        shown = [line for line in err.splitlines() if line.startswith(f"[rank {rank}] ")]
+        assert shown and shown[0] == f"[rank {rank}] Traceback (most recent call last):", err
+        assert shown[-1] == f"[rank {rank}] KeyboardInterrupt", err
+        assert f"[rank {rank}]     {'time.sleep(60)' if rank == 2 else 'comm.barrier()'}" in shown, err
+
+
 def test_rank_killed_by_a_signal(rank_program):
     script, piddir = rank_program
     result = rmarun("-n", "2", script, piddir, "0=kill")

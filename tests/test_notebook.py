@@ -179,3 +179,29 @@ def test_stop_ends_every_rank():
             os.kill(pid, 0)
     with pytest.raises(rma.RMAError, match="stopped"):
         cluster.run("pass")
+
+
+def test_a_kernel_shows_each_ranks_output_value_and_figure(tmp_path):
+    # What a notebook user gets: a real Jupyter kernel runs the cells (nbclient), and the cell's
+    # outputs carry each rank's lines under its label, its last value, and its figure as a PNG.
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("matplotlib")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("import rma.notebook\ncluster = rma.notebook.start(2)"),
+        nbformat.v4.new_code_cell(
+            "%%rma\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "print('hello from', comm.rank)\nplt.plot([0, comm.rank + 1])\ncomm.rank * 10"
+        ),
+        nbformat.v4.new_code_cell("cluster.stop()"),
+    ]
+    nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = notebook.cells[1].outputs
+    text = "".join(output.get("text", "") for output in outputs if output.output_type == "stream")
+    assert "[rank 0] hello from 0\n" in text and "[rank 1] hello from 1\n" in text, outputs
+    assert "[rank 0] Out: 0\n" in text and "[rank 1] Out: 10\n" in text, outputs
+    images = [output for output in outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 2, outputs  # one figure per rank
