@@ -282,3 +282,34 @@ def test_post_and_start_swapped_on_both_ranks_raises_after_the_deadline():
     """)
     assert out.stdout.count("waiting for rank") == 2
     assert "to call win.post" in out.stdout and "win.start([" in out.stdout
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4], transports=["shared-memory"])
+def test_a_window_made_after_another_starts_with_no_notices(comm):
+    # A same-host window takes the control block of one freed before (ControlPool): the posts and
+    # completes counted there for the old window must not count for the new one, or a start
+    # would go ahead before the target posted, and read what it had not written yet.
+    others = [r for r in range(comm.size) if r != 0]
+    for round in range(3):
+        win = rma.Window.allocate(comm, 1, np.int64)
+        for _ in range(5):  # notices counted in the blocks
+            if comm.rank == 0:
+                with win.start(others):
+                    pass
+            else:
+                with win.post([0]):
+                    pass
+        win.free()
+        win = rma.Window.allocate(comm, 1, np.int64)
+        got = np.zeros(1, np.int64)
+        if comm.rank == 0:
+            with win.start(others):
+                for r in others:
+                    win.get(got, r)
+                    assert got[0] == 10 * round + r, (round, r, got[0])
+        else:
+            time.sleep(0.05)
+            win.local[0] = 10 * round + comm.rank  # only now posted: rank 0 must see it
+            with win.post([0]):
+                pass
+        win.free()

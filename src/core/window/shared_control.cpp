@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstring>
 #include <new>
 
 namespace rma {
@@ -28,10 +29,16 @@ Layout layout(int ranks, size_t header) {
 size_t SharedControl::bytes(int ranks) { return layout(ranks, sizeof(Header)).total; }
 
 std::shared_ptr<SharedSegment> SharedControl::create_block(int ranks) {
-  auto block = SharedSegment::create(bytes(ranks));  // zero-filled: counters and words at 0
+  auto block = SharedSegment::create(bytes(ranks), "control");  // zero-filled: counters and words at 0
   new (block->data()) Header{};
   LockQueue::make(block->data() + layout(ranks, sizeof(Header)).queue, ranks);
   return block;
+}
+
+void SharedControl::reset_block(SharedSegment& block, int ranks) {
+  std::memset(block.data(), 0, block.bytes());
+  new (block.data()) Header{};
+  LockQueue::make(block.data() + layout(ranks, sizeof(Header)).queue, ranks);
 }
 
 SharedControl::SharedControl(std::vector<std::shared_ptr<SharedSegment>> blocks, int rank,

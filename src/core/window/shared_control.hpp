@@ -25,8 +25,11 @@ class SharedControl {
  public:
   // Bytes of one rank's block for a window of `ranks` ranks.
   static size_t bytes(int ranks);
-  // Creates this rank's block (shared, not yet known to the others).
+  // Creates this rank's block (shared, not yet known to the others), named after this process
+  // (it may outlive its window: ControlPool).
   static std::shared_ptr<SharedSegment> create_block(int ranks);
+  // Makes a block as create_block made it, for another window: only while nobody else uses it.
+  static void reset_block(SharedSegment& block, int ranks);
   // blocks: every rank's block, by rank, as mapped here (null for a rank on another host: only
   // the blocks of this host's ranks are used then, and there is no fence). stalled(what) is called every few
   // milliseconds while this rank waits for one of the spin locks (for deadline and peer

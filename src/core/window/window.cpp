@@ -83,7 +83,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   std::shared_ptr<SharedSegment> control_block;
   if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
   if (controlled) {
-    control_block = SharedControl::create_block(comm.size());
+    control_block = service.controls().take(comm.size());
     std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
   }
   if (bytes > 0) {
@@ -119,7 +119,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     auto open = [&](const char* name, size_t length) { return local[r] ? SharedSegment::open(name, length) : nullptr; };
     if (segment) segments.push_back(mine_now ? segment : open(theirs.segment, theirs.region.length));
     if (controlled) {
-      control_blocks.push_back(mine_now ? control_block : open(theirs.control, SharedControl::bytes(own->size())));
+      bool here = local[r];
+      control_blocks.push_back(mine_now ? control_block
+                               : here ? service.controls().open_peer(theirs.control, SharedControl::bytes(own->size()))
+                                      : nullptr);
     }
     pids.push_back(theirs.pid);
     addresses.push_back(theirs.address);
@@ -131,6 +134,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   window->peers_ = std::move(peers);
   window->segments_ = segments;
   window->notes_ = std::move(notes);
+  window->control_block_ = control_block;
   window->dynamic_ = dynamic;
   Where where = window->namer();
   // Synchronization: shared control blocks when every rank is on this host, else messages
@@ -167,9 +171,9 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.
+  // (The control blocks keep their names: ControlPool.)
   auto unlink_names = [&] {
     if (segment) segment->unlink();
-    if (control_block) control_block->unlink();
   };
   try {
     own->barrier(named);
@@ -220,6 +224,8 @@ void Window::free() {
   // Nobody frees while a peer may still address this memory.
   comm_->barrier([this] { return epochs_.where("free", -1); });
   service_.remove(id_);
+  // Every rank is done with this window: its control block may serve the next one.
+  if (control_block_) service_.controls().give_back(std::move(control_block_), size());
   registration_.reset();
   epochs_.freed_now();
 }

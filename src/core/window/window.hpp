@@ -24,6 +24,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/shared_segment.hpp"
 #include "runtime/transport.hpp"
+#include "window/control_pool.hpp"
 #include "window/epochs.hpp"
 #include "window/lock_queue.hpp"
 #include "window/reach.hpp"
@@ -261,6 +262,7 @@ class Window : public std::enable_shared_from_this<Window> {
   std::vector<RegionDescriptor> peers_;                   // by rank of comm_
   std::vector<std::shared_ptr<SharedSegment>> segments_;  // a shared window's, by rank
   std::vector<std::string> notes_;                        // given at creation, by rank
+  std::shared_ptr<SharedSegment> control_block_;          // this rank's, of a same-host window
   std::vector<int> all_ranks_;                            // 0 .. size - 1
   bool dynamic_ = false;
   std::mutex attachments_mutex_;
@@ -290,6 +292,7 @@ class WindowService {
   // Window ids: each window's members agree on the largest next_id() among them.
   uint32_t next_id() const noexcept { return next_id_.load(); }
   void id_taken(uint32_t id) noexcept;
+  ControlPool& controls() noexcept { return controls_; }
 
  private:
   std::shared_ptr<Window> find(uint32_t id);
@@ -297,6 +300,7 @@ class WindowService {
   std::mutex mutex_;
   std::unordered_map<uint32_t, std::weak_ptr<Window>> windows_;
   std::atomic<uint32_t> next_id_{1};
+  ControlPool controls_;
 };
 
 }  // namespace rma

@@ -1,0 +1,41 @@
+#include "window/control_pool.hpp"
+
+#include "window/shared_control.hpp"
+
+namespace rma {
+
+std::shared_ptr<SharedSegment> ControlPool::take(int ranks) {
+  std::shared_ptr<SharedSegment> block;
+  {
+    std::lock_guard lock(mutex_);
+    auto& kept = kept_[ranks];
+    if (!kept.empty()) {
+      block = std::move(kept.back());
+      kept.pop_back();
+    }
+  }
+  if (!block) return SharedControl::create_block(ranks);
+  SharedControl::reset_block(*block, ranks);
+  return block;
+}
+
+void ControlPool::give_back(std::shared_ptr<SharedSegment> block, int ranks) {
+  std::lock_guard lock(mutex_);
+  auto& kept = kept_[ranks];
+  if (kept.size() < kKeptPerSize) kept.push_back(std::move(block));
+}
+
+std::shared_ptr<SharedSegment> ControlPool::open_peer(const std::string& name, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  for (auto it = peers_.begin(); it != peers_.end(); ++it) {
+    if ((*it)->name() == name && (*it)->bytes() == bytes) {
+      peers_.splice(peers_.begin(), peers_, it);
+      return peers_.front();
+    }
+  }
+  peers_.push_front(SharedSegment::open(name, bytes));
+  if (peers_.size() > kPeerBlocks) peers_.pop_back();
+  return peers_.front();
+}
+
+}  // namespace rma
