@@ -4,8 +4,9 @@
 //
 // A window's segment names exist only while the window is being created: once every rank has
 // mapped every segment, each rank unlinks its own, so a killed job leaves nothing in /dev/shm.
-// Names that must live longer start with the owner's pid, which is how the launcher and
-// rma.init find and remove those of killed processes.
+// Names that must live longer (a rank's bell, the control blocks a ControlPool keeps) start
+// with the owner's pid, which is how the launcher and rma.init find and remove those of killed
+// processes.
 #pragma once
 
 #include <cstddef>
