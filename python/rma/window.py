@@ -73,7 +73,8 @@ class Window(_core.Window):
     ) -> Window:
         """Return a window over new, zero-filled, page-aligned memory of `shape` and `dtype`.
 
-        Collective over `comm`; shapes may differ between ranks (0 elements is fine).
+        Collective over `comm`; shapes may differ between ranks (0 elements is fine). Example:
+        ``win = rma.Window.allocate(comm, (4, 4), np.float64)``; ``win.local`` is that array.
         """
         dtype = _fixed_dtype(dtype, "allocate")
         shape = _shape(shape)
@@ -91,7 +92,8 @@ class Window(_core.Window):
     ) -> Window:
         """Return a window like allocate(), whose every rank's memory win.shared(rank) shows directly.
 
-        Collective; every rank of `comm` must run on one host.
+        Collective; every rank of `comm` must run on one host. Example:
+        ``win = rma.Window.allocate_shared(comm, 8, np.int64); left = win.shared(comm.rank - 1)``.
         """
         if not _one_host(comm):
             raise ValueError("rma: Window.allocate_shared: every rank of comm must run on one host")
@@ -117,7 +119,8 @@ class Window(_core.Window):
     def create(cls, comm: Comm, array: np.ndarray, *, disp_unit: int | None = None, info: dict | None = None) -> Window:
         """Return a window over `array` (writable, C-contiguous), which the window keeps alive.
 
-        Collective over `comm`.
+        Collective over `comm`. Example: ``data = np.zeros(100); win = rma.Window.create(comm, data)``;
+        other ranks' puts then land in ``data``.
         """
         if not isinstance(array, np.ndarray):
             raise TypeError(f"rma: Window.create: expected a NumPy array, got {type(array).__name__}")

@@ -51,10 +51,12 @@ inline constexpr const char* compare_and_swap =
 
 inline constexpr const char* rput =
     "rput($self, /, origin, target_rank, target_disp=0, *, target=None)\n--\n\n"
-    "put inside a passive-target epoch; return an rma.Request that completes it.";
+    "put inside a passive-target epoch; return an rma.Request that completes it.\n"
+    "Example: with win.lock_all(): reqs = [win.rput(part, r) for r in peers]; [q.wait() for q in reqs]";
 inline constexpr const char* rget =
     "rget($self, /, result, target_rank, target_disp=0, *, target=None)\n--\n\n"
-    "get inside a passive-target epoch; the Request's wait() returns `result`, filled.";
+    "get inside a passive-target epoch; the Request's wait() returns `result`, filled.\n"
+    "Example: with win.lock(1): got = win.rget(np.empty(4), 1).wait()";
 inline constexpr const char* raccumulate =
     "raccumulate($self, /, origin, target_rank, target_disp=0, op=rma.Op.SUM, *, target=None)\n--\n\n"
     "accumulate inside a passive-target epoch; return an rma.Request.";
@@ -66,16 +68,19 @@ inline constexpr const char* fence =
     "fence($self, /, mode=0)\n--\n\n"
     "Complete the ending epoch everywhere and open the next; collective.\n\n"
     "mode: rma.Mode flags (NOPRECEDE, NOSUCCEED, NOSTORE, NOPUT, NOCHECK) or 0. As a context "
-    "manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.";
+    "manager (`with win.fence(): ...`) the exit fences with Mode.NOSUCCEED.\n"
+    "Example: win.fence(); win.put(x, (comm.rank + 1) % comm.size); win.fence()  # x has landed";
 inline constexpr const char* post =
     "post($self, /, group, mode=0)\n--\n\n"
     "Open an exposure epoch for the origins in `group`; returns at once.\n\n"
-    "group: an rma.Group or an iterable of ranks. As a context manager, the exit calls wait().";
+    "group: an rma.Group or an iterable of ranks. As a context manager, the exit calls wait().\n"
+    "Example: with win.post([0]): pass  # rank 0's puts have landed here after the block";
 inline constexpr const char* start =
     "start($self, /, group, mode=0)\n--\n\n"
     "Open an access epoch to the targets in `group`; returns at once.\n\n"
     "Calls to a target wait for its post if it has not arrived yet. As a context manager, the "
-    "exit calls complete().";
+    "exit calls complete().\n"
+    "Example: with win.start([1, 2]): win.put(x, 1); win.put(x, 2)";
 inline constexpr const char* complete =
     "complete($self, /)\n--\n\n"
     "End the access epoch: its calls have completed at the origin and at the targets.";
@@ -97,7 +102,8 @@ inline constexpr const char* unlock =
     "Complete this epoch's calls to `rank` (there too) and release its lock.";
 inline constexpr const char* lock_all =
     "lock_all($self, /, mode=0)\n--\n\n"
-    "Take a shared lock on every rank; as a context manager, the exit calls unlock_all().";
+    "Take a shared lock on every rank; as a context manager, the exit calls unlock_all().\n"
+    "Example: with win.lock_all(): win.put(x, 1); win.flush(1)  # landed at rank 1 here";
 inline constexpr const char* unlock_all =
     "unlock_all($self, /)\n--\n\n"
     "Complete every call of the lock_all epoch and release the locks.";
