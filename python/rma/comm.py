@@ -133,19 +133,28 @@ class Comm:
         self._core.barrier()
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
-        """Return root's `obj` on every rank."""
+        """Return root's `obj` on every rank.
+
+        Example: ``config = comm.bcast(load_config() if comm.rank == 0 else None)``.
+        """
         root = _rank(root, "bcast", "root")
         data = pickle.dumps(obj, _PICKLE_PROTOCOL) if self._core.rank == root else b""
         return pickle.loads(self._core.bcast(data, root))
 
     def gather(self, obj: Any, root: int = 0) -> list[Any] | None:
-        """Return, on root, every rank's `obj` in rank order; None on the other ranks."""
+        """Return, on root, every rank's `obj` in rank order; None on the other ranks.
+
+        Example: ``counts = comm.gather(len(mine))  # [n0, n1, ...] on rank 0``.
+        """
         root = _rank(root, "gather", "root")
         items = self._core.gather(pickle.dumps(obj, _PICKLE_PROTOCOL), root)
         return [pickle.loads(item) for item in items] if self._core.rank == root else None
 
     def allgather(self, obj: Any) -> list[Any]:
-        """Return every rank's `obj`, in rank order, on every rank."""
+        """Return every rank's `obj`, in rank order, on every rank.
+
+        Example: ``hosts = comm.allgather(socket.gethostname())``.
+        """
         return self._allgather(obj, "comm.allgather")
 
     def _allgather(self, obj: Any, call: str) -> list[Any]:
@@ -237,7 +246,10 @@ class Comm:
         return pickle.loads(self._core.bcast(pickle.dumps(result, _PICKLE_PROTOCOL), 0, "comm.allreduce"))
 
     def scatter(self, objs: Sequence[Any] | None, root: int = 0) -> Any:
-        """Return item `rank` of root's sequence `objs` (one item per rank; ignored on the other ranks)."""
+        """Return item `rank` of root's sequence `objs` (one item per rank; ignored on the other ranks).
+
+        Example: ``mine = comm.scatter(chunks if comm.rank == 0 else None)``.
+        """
         root = _rank(root, "scatter", "root")
         items = None
         if self._core.rank == root:
@@ -250,7 +262,10 @@ class Comm:
         return pickle.loads(self._core.scatter(items, root))
 
     def alltoall(self, objs: Sequence[Any]) -> list[Any]:
-        """Send ``objs[i]`` to rank i; return the list of what each rank sent to this one, in rank order."""
+        """Send ``objs[i]`` to rank i; return the list of what each rank sent to this one, in rank order.
+
+        Example: ``incoming = comm.alltoall([outgoing[r] for r in range(comm.size)])``.
+        """
         if len(objs) != self._core.size:
             raise ValueError(
                 f"rma: comm.alltoall: rank {self._core.rank} must pass one item per rank ({self._core.size}), "
@@ -271,11 +286,17 @@ class Comm:
         self._reduce_arrays(sendbuf, recvbuf, op, -1, "comm.Allreduce")
 
     def Reduce(self, sendbuf: Any, recvbuf: np.ndarray | None = None, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
-        """As ``Allreduce``, with the result on `root` only (recvbuf is ignored elsewhere)."""
+        """As ``Allreduce``, with the result on `root` only (recvbuf is ignored elsewhere).
+
+        Example: ``comm.Reduce(partial, total, op=rma.MAX)  # total filled on rank 0``.
+        """
         self._reduce_arrays(sendbuf, recvbuf, op, _rank(root, "Reduce", "root"), "comm.Reduce")
 
     def Bcast(self, buf: np.ndarray, root: int = 0) -> None:  # noqa: N802
-        """Copy root's array `buf` into `buf` on every rank (writable, the same dtype and size everywhere)."""
+        """Copy root's array `buf` into `buf` on every rank (writable, the same dtype and size everywhere).
+
+        Example: ``grid = np.empty((64, 64)); comm.Bcast(grid, root=0)``.
+        """
         root = _rank(root, "Bcast", "root")
         array = np.ascontiguousarray(buf)
         if array.dtype.hasobject:
@@ -309,7 +330,8 @@ class Comm:
         """Return the communicator of the ranks that share this rank's host, ordered by `key`, then rank.
 
         Collective. ``kind`` is ``"host"`` (MPI's COMM_TYPE_SHARED: the ranks whose memory a
-        ``Window.allocate_shared`` window can join).
+        ``Window.allocate_shared`` window can join). Example:
+        ``node = comm.split_type("host"); win = rma.Window.allocate_shared(node, 8, np.int64)``.
         """
         if kind != "host":
             raise ValueError(f'rma: comm.split_type: kind must be "host", got {kind!r}')
@@ -321,7 +343,8 @@ class Comm:
     def split(self, color: int | None, key: int = 0) -> Comm | None:
         """Return the communicator of the ranks that passed the same `color`, ordered by `key`.
 
-        Collective. A rank passing ``color=None`` takes part but gets None back.
+        Collective. A rank passing ``color=None`` takes part but gets None back. Example:
+        ``rows = comm.split(comm.rank // 4)  # ranks 0-3, 4-7, ...``.
         """
         color_value = -1 if color is None else _nonnegative(color, "split", "color")
         core = self._core.split(color_value, _integer(key, "split", "key"))
