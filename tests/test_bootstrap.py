@@ -342,7 +342,10 @@ def test_a_malloc_tuning_setting_that_does_not_exist_stops_init():
 @pytest.mark.parametrize(
     "launcher, says",
     [
-        ({"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}, "was started by srun without PMIx: use `srun --mpi=pmix`"),
+        (
+            {"SLURM_PROCID": "1", "SLURM_NTASKS": "4"},
+            "runs under Slurm without PMIx: start the ranks with `srun --mpi=pmix`",
+        ),
         ({"PMI_RANK": "1", "PMI_SIZE": "4"}, "was started by a launcher that speaks PMI, not PMIx (MPICH's mpiexec?)"),
         ({"RMA_RANK": "1", "RMA_SIZE": "4"}, "needs the rendezvous store: start it with `rmarun -n N ...`"),
     ],

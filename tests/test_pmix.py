@@ -129,6 +129,26 @@ def test_a_launcher_whose_job_size_differs_from_its_pmix_job_is_refused(tmp_path
     )
 
 
+def test_a_watch_that_rank_0_cannot_start_fails_every_rank_at_once(tmp_path):
+    # Rank 0 fails before the fence the others wait in: they must hear of it, not wait forever.
+    code = """
+    import os, rma
+    if os.environ["OMPI_COMM_WORLD_RANK"] == "0":
+        os.environ["RMA_LINK_TIMEOUT"] = "soon"  # rank 0's watch cannot start with it
+    try:
+        rma.init()
+    except rma.BootstrapError as exc:
+        print(exc, flush=True)
+    """
+    started = time.monotonic()
+    result = mpirun(3, code, tmp_path)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3 and all("rank 0 could not start the watch of the ranks" in line for line in lines), lines
+    assert all("RMA_LINK_TIMEOUT='soon'" in line for line in lines), lines
+
+
 def test_without_libpmix_the_error_says_what_to_install(monkeypatch):
     # A process that a PMIx launcher started on a machine without the client library.
     def missing(name, *args, **kwargs):

@@ -191,7 +191,7 @@ def _join() -> _Job:
 
     if not store_address and started_by_pmix():
         # An MPI launcher (mpirun, srun --mpi=pmix) started the ranks: its PMIx server is the store.
-        store = PmixClient()
+        store = PmixClient(timeout)
         rank, size = store.rank, store.size
     elif not store_address:
         if size not in (None, 1):
@@ -259,20 +259,22 @@ def _check_launcher_size(pmix_size: int) -> None:
     """A launcher that set a job size (OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS) other than
     its PMIx job's started each rank as a job of its own (a PMIx server of another version, say):
     joining would run N jobs of one rank each, silently."""
-    for name in ("OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) != pmix_size:
-            raise BootstrapError(
-                f"rma.init: the launcher started {value} ranks ({name}={value}) but its PMIx job has "
-                f"{pmix_size}; does the launcher's PMIx match this machine's libpmix (srun --mpi=pmix, "
-                "Open MPI's own mpirun)?"
-            )
+    # Open MPI's own count first: its mpirun inside a Slurm allocation starts its daemons with
+    # srun, whose step counts nodes, not ranks.
+    name = "OMPI_COMM_WORLD_SIZE" if "OMPI_COMM_WORLD_SIZE" in os.environ else "SLURM_STEP_NUM_TASKS"
+    value = os.environ.get(name, "")
+    if value.isdigit() and int(value) != pmix_size:
+        raise BootstrapError(
+            f"rma.init: the launcher started {value} ranks ({name}={value}) but its PMIx job has "
+            f"{pmix_size}; does the launcher's PMIx match this machine's libpmix (srun --mpi=pmix, "
+            "Open MPI's own mpirun)?"
+        )
 
 
 def _without_store_hint() -> str:
     """Why a process of a job of several ranks found no way to meet the others."""
     if os.environ.get("SLURM_PROCID"):
-        return "was started by srun without PMIx: use `srun --mpi=pmix`, or rmarun"
+        return "runs under Slurm without PMIx: start the ranks with `srun --mpi=pmix`, or rmarun"
     if os.environ.get("PMI_RANK"):
         return (
             "was started by a launcher that speaks PMI, not PMIx (MPICH's mpiexec?): use Open MPI's "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -35,12 +36,13 @@ _NSLEN = 255
 _KEYLEN = 511
 _RANK_WILDCARD = 0xFFFFFFFE
 _SUCCESS = 0
-_BOOL, _UINT32, _BYTE_OBJECT = 1, 14, 27
+_BOOL, _INT, _UINT32, _BYTE_OBJECT = 1, 6, 14, 27
 _GLOBAL = 3  # pmix_scope_t: shared with every process of the job, on every node
 _JOB_SIZE = b"pmix.job.size"
 _COLLECT_DATA = b"pmix.collect"
+_TIMEOUT = b"pmix.timeout"  # (int) seconds before a fence gives up; 0: never
 _KEY_PREFIX = "rma."  # our keys, apart from the launcher's
-_WATCH_JOIN_TIMEOUT = 30.0  # seconds for a rank to reach rank 0's watch
+_WATCH_JOIN_TIMEOUT = 10.0  # seconds for a rank to reach rank 0's watch
 _WATCH_LINGER = 10.0  # seconds rank 0 serves the watch at the end for ranks still finishing
 
 
@@ -60,6 +62,7 @@ class _Envar(ctypes.Structure):
 class _Data(ctypes.Union):
     _fields_ = [
         ("flag", ctypes.c_bool),
+        ("integer", ctypes.c_int),
         ("uint32", ctypes.c_uint32),
         ("bo", _ByteObject),
         ("envar", _Envar),
@@ -95,7 +98,9 @@ def _library() -> ctypes.CDLL:
 class PmixClient:
     """This process's connection to its launcher's PMIx server, as rma.init() uses a store."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float = 0.0) -> None:
+        """timeout: RMA_TIMEOUT, the seconds after which a fence gives up (0: never)."""
+        self._fence_seconds = int(timeout + 0.999) if timeout > 0 else 0
         self._lib = _library()
         self._lib.PMIx_Init.argtypes = [ctypes.POINTER(_Proc), ctypes.c_void_p, ctypes.c_size_t]
         self._lib.PMIx_Put.argtypes = [ctypes.c_uint8, ctypes.c_char_p, ctypes.POINTER(_Value)]
@@ -152,21 +157,41 @@ class PmixClient:
     def _fence(self) -> None:
         """Commit what this rank put and wait for every rank's (collective)."""
         self._check(self._lib.PMIx_Commit(), "PMIx_Commit")
-        collect = _Info(_COLLECT_DATA, 0, _Value(_BOOL))
-        collect.value.data.flag = True
-        self._check(self._lib.PMIx_Fence(None, 0, ctypes.byref(collect), 1), "PMIx_Fence")
+        options = (_Info * 2)(_Info(_COLLECT_DATA, 0, _Value(_BOOL)), _Info(_TIMEOUT, 0, _Value(_INT)))
+        options[0].value.data.flag = True
+        # A rank that failed before the fence (and srun lets the others run on) must not leave
+        # them waiting forever: the fence gives up after RMA_TIMEOUT.
+        options[1].value.data.integer = self._fence_seconds
+        self._check(self._lib.PMIx_Fence(None, 0, options, 2), "PMIx_Fence (the other ranks did not all come)")
         self._fenced = True
 
     def watch_departures(self, hosts: list[str]) -> None:
         """Start watching the ranks (collective; module docstring): rank 0 serves the watch, on
         an address that the ranks on `hosts` (each rank's host name) reach."""
         if self.rank == 0:
-            self._watch_server = StoreServer(self.size, host=_watch_address(hosts))
-            self._watch_server.start()
-            self.put("watch/0", f"{self._watch_server.secret} {self._watch_server.reachable_address}".encode())
+            # A failure here goes to every rank through the fence, which they are waiting in.
+            try:
+                self._watch_server = StoreServer(self.size, host=_watch_address(hosts))
+                self._watch_server.start()
+                found = f"{self._watch_server.secret} {self._watch_server.reachable_address}"
+            except (BootstrapError, OSError) as exc:
+                found = f"error {exc}"
+            self.put("watch/0", found.encode())
         self._fence()
-        secret, address = self.get_many(["watch/0"])[0].decode().split(" ")
-        self._watch = StoreClient(address, secret, self.rank, timeout=_WATCH_JOIN_TIMEOUT)
+        secret, address = self.get_many(["watch/0"])[0].decode().split(" ", 1)
+        if secret == "error":
+            raise BootstrapError(f"rma.init: rank 0 could not start the watch of the ranks: {address}")
+        try:
+            self._watch = StoreClient(address, secret, self.rank, timeout=_WATCH_JOIN_TIMEOUT)
+        except BootstrapError as exc:
+            # (A firewall between the hosts, say.) The job runs; only deaths go unnoticed.
+            reason = str(exc).rsplit(": ", 1)[-1]
+            print(
+                f"rma.init: rank {self.rank} cannot reach rank 0's watch of the ranks at {address} ({reason}); "
+                "a rank that dies will not end this rank's blocked calls (they end at RMA_TIMEOUT)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def on_peer_dead(self, callback: Callable[[int], None]) -> None:
         """Call callback(rank) when a rank dies (after watch_departures). The watch itself is
