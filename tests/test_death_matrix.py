@@ -86,7 +86,7 @@ CALLS = [
     Call("Window.create", "rma.Window.create(comm, np.zeros(4))", r"Window\.create "),
     Call("Window.allocate_shared", "rma.Window.allocate_shared(comm, 4, np.int64)", r"Window\.allocate_shared"),
     Call("Window.create_dynamic", "rma.Window.create_dynamic(comm)", r"Window\.create_dynamic"),
-    Call("free", "win.free()", r"win\.free on rank \d of window", setup=WINDOW),
+    Call("free", "win.free()", r"win\.free of window", setup=WINDOW),
     Call("Counter()", "rma.sync.Counter(comm)", r"Window\.allocate "),
     Call("Mutex()", "rma.sync.Mutex(comm)", r"Window\.allocate "),
     # ---- active target ----

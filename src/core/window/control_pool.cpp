@@ -14,9 +14,21 @@ std::shared_ptr<SharedSegment> ControlPool::take(int ranks) {
       kept.pop_back();
     }
   }
-  if (!block) return SharedControl::create_block(ranks);
+  if (!block) {
+    block = SharedControl::create_block(ranks);
+    std::lock_guard lock(mutex_);
+    std::erase_if(made_, [](const auto& made) { return made.expired(); });
+    made_.push_back(block);
+    return block;
+  }
   SharedControl::reset_block(*block, ranks);
   return block;
+}
+
+ControlPool::~ControlPool() {
+  for (auto& made : made_) {
+    if (auto block = made.lock()) block->unlink();
+  }
 }
 
 void ControlPool::give_back(std::shared_ptr<SharedSegment> block, int ranks) {

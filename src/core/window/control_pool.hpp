@@ -22,6 +22,13 @@ namespace rma {
 
 class ControlPool {
  public:
+  ControlPool() = default;
+  // Removes the names of every block made here that still exists (a window never freed keeps
+  // its block mapped, but its name must not outlive the job in /dev/shm).
+  ~ControlPool();
+  ControlPool(const ControlPool&) = delete;
+  ControlPool& operator=(const ControlPool&) = delete;
+
   // A block for a window of `ranks` ranks, reset as new: a kept one, or a new one.
   std::shared_ptr<SharedSegment> take(int ranks);
   // Keep `block` (made by take(ranks)) for a later window: only once its window was freed on
@@ -36,6 +43,7 @@ class ControlPool {
   std::mutex mutex_;
   std::map<int, std::vector<std::shared_ptr<SharedSegment>>> kept_;  // by ranks
   std::list<std::shared_ptr<SharedSegment>> peers_;                  // most recently used first
+  std::vector<std::weak_ptr<SharedSegment>> made_;                   // every own block, for ~ControlPool
 };
 
 }  // namespace rma

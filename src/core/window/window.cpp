@@ -222,7 +222,15 @@ uint64_t Window::target_bytes(int rank) const {
 void Window::free() {
   epochs_.before_free();
   // Nobody frees while a peer may still address this memory.
-  comm_->barrier([this] { return epochs_.where("free", -1); });
+  try {
+    comm_->barrier([this] { return epochs_.where("free", -1); });
+  } catch (...) {
+    // (A rank died meanwhile.) The ranks that got through may have given their control blocks
+    // to their next window already: this rank must not use this one any more, freed or not.
+    service_.remove(id_);
+    epochs_.freed_now();
+    throw;
+  }
   service_.remove(id_);
   // Every rank is done with this window: its control block may serve the next one.
   if (control_block_) service_.controls().give_back(std::move(control_block_), size());
