@@ -115,6 +115,16 @@ class Slurm:
             return "(no log)"
 
     def __exit__(self, *exc_info) -> None:
+        # Tasks of a job whose srun a test killed run on under slurmstepd: cancel every job, and
+        # give the node a moment to end them, before the daemons go.
+        if self._daemons and all(daemon.poll() is None for daemon in self._daemons):
+            subprocess.run(["scancel", "--user", str(os.geteuid())], env=self.env, capture_output=True, timeout=10)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                jobs = subprocess.run(["squeue", "-h"], env=self.env, capture_output=True, text=True, timeout=10)
+                if jobs.returncode != 0 or not jobs.stdout.strip():
+                    break
+                time.sleep(0.2)
         for daemon in self._daemons:
             daemon.terminate()
         for daemon in self._daemons:

@@ -93,7 +93,7 @@ class Window(_core.Window):
         """Return a window like allocate(), whose every rank's memory win.shared(rank) shows directly.
 
         Collective; every rank of `comm` must run on one host. Example:
-        ``win = rma.Window.allocate_shared(comm, 8, np.int64); left = win.shared(comm.rank - 1)``.
+        ``win = rma.Window.allocate_shared(comm, 8, np.int64); left = win.shared((comm.rank - 1) % comm.size)``.
         """
         if not _one_host(comm):
             raise ValueError("rma: Window.allocate_shared: every rank of comm must run on one host")

@@ -203,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             except HostError as exc:
                 say(str(exc))
                 return 2
+            except KeyboardInterrupt:
+                say("interrupted while asking the hosts; no rank was started")
+                return 130
         return Job(args, command, placement).run()
     except BootstrapError as exc:
         say(str(exc))

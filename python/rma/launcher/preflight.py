@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 import threading
 
 from .hosts import HostError, is_local, remote_command
@@ -34,8 +35,12 @@ def check_hosts(rsh: str, hosts: list[str], command: list[str]) -> None:
     python = command[0]
     if not os.path.basename(python).startswith("python"):
         return
+    # This machine runs rmarun's own Python with rma: no need to ask it.
+    asked = [
+        host for host in hosts if not (is_local(host) and os.path.realpath(python) == os.path.realpath(sys.executable))
+    ]
     problems: dict[str, str] = {}
-    probes = [threading.Thread(target=_probe, args=(rsh, host, python, problems), daemon=True) for host in hosts]
+    probes = [threading.Thread(target=_probe, args=(rsh, host, python, problems), daemon=True) for host in asked]
     for probe in probes:
         probe.start()
     for probe in probes:
