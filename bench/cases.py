@@ -28,6 +28,7 @@ SINGLE_CASES = [
     "pscw_put",
     "win_create_free",
     "barrier",
+    "wait_until_wake",
 ]
 BANDWIDTH_CASES = ["put_bw", "get_bw"]
 WINDOW = 64
@@ -136,6 +137,10 @@ class Rma(SameSpelling):
     def free(self, win):
         win.free()
 
+    def wait_value(self, win, value: int) -> None:
+        """Block until this rank's window byte 0 is `value` (rma sleeps on its bell meanwhile)."""
+        win.wait_until(0, "==", value, timeout=30)
+
     def isend_irecv(self, value, dest, source):
         receive = self.comm.irecv(source)
         self.comm.isend(value, dest).wait()
@@ -208,6 +213,15 @@ class Mpi4py(SameSpelling):
 
     def free(self, win):
         win.Free()
+
+    def wait_value(self, win, value: int) -> None:
+        """Block until this rank's window byte 0 is `value`: MPI has no such call, so the usual
+        idiom, polling the memory with Win.Sync in a passive epoch (a core busy meanwhile)."""
+        memory = np.frombuffer(win.tomemory(), np.uint8)
+        win.Lock_all()
+        while memory[0] != value:
+            win.Sync()
+        win.Unlock_all()
 
     def isend_irecv(self, value, dest, source):
         receive = self.comm.irecv(source=source)
@@ -296,6 +310,8 @@ def run_case(b, case: str, size: int) -> float | None:
                 b.wait(win)
 
         result = timed(epoch, 1000)
+    elif case == "wait_until_wake":
+        result = wait_until_wake(b, win)
     elif case == "win_create_free":
         result = timed(lambda: b.free(b.allocate(4096)), 200)
     elif case == "barrier":
@@ -303,6 +319,30 @@ def run_case(b, case: str, size: int) -> float | None:
     b.barrier()
     b.free(win)
     return result if origin else None
+
+
+def wait_until_wake(b, win, count: int = 200) -> float | None:
+    """Median seconds from rank 0's put (then flush) to rank 1 to rank 1 seeing the value in a
+    wait: rank 1 is idle in it by then (2 ms later), as a worker waiting for work."""
+    delays = []
+    for step in range(count):
+        value = step % 250 + 1
+        b.barrier()
+        if b.rank == 0:
+            time.sleep(0.002)
+            b.lock_all(win)  # (shared: the polling target holds a shared lock of its own)
+            b.put(win, np.full(1, value, np.uint8), 1)
+            sent = time.perf_counter()
+            b.flush(win, 1)
+            b.unlock_all(win)
+        elif b.rank == 1:
+            b.wait_value(win, value)
+            seen = time.perf_counter()
+        sent = b.bcast(sent if b.rank == 0 else None)
+        if b.rank == 1:
+            delays.append(seen - sent)  # (one clock for both: CLOCK_MONOTONIC)
+    # Rank 1's median reaches rank 0 as a sum with rank 0's nothing.
+    return b.allreduce(statistics.median(delays) if b.rank == 1 else 0.0) if b.size > 1 else None
 
 
 def communicator_case(b, case: str) -> float | None:

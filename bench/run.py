@@ -50,6 +50,7 @@ TITLES = {
     "pscw_put": "PSCW epoch with one put",
     "win_create_free": "window create + free",
     "barrier": "barrier",
+    "wait_until_wake": "wait_until wake-up after a remote put (mpi4py: Win.Sync polling)",
     "contended_fetch_and_op": "fetch_and_op throughput, 4 ranks on one counter",
     # The communicator, at 2 and at 4 ranks (bench/cases.py --communicator); objects pickled.
     "comm_barrier": "comm barrier",
@@ -339,6 +340,7 @@ SINGLE = {
     "pscw_put",
     "win_create_free",
     "barrier",
+    "wait_until_wake",
     "contended_fetch_and_op",
 }
 
