@@ -54,3 +54,28 @@ def gone_soon(marker: str, seconds: float = 10.0) -> list[str]:
     while (left := processes_with(marker)) and time.monotonic() < end:
         time.sleep(0.1)
     return left
+
+
+# The job every launcher's test runs: a window ring and an allreduce. Each rank reports in one
+# write (mpirun and srun relay what each read of a rank's pipe gets, so a line printed in pieces
+# may be split by another rank's).
+RING_JOB = """
+import os, numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1, np.int64)
+win.fence()
+win.put(np.array([comm.rank + 100]), (comm.rank + 1) % comm.size)
+win.fence()
+total = comm.allreduce(comm.rank)
+os.write(1, f"{comm.rank} {comm.size} {total} {int(win.local[0])} {win.transport}\\n".encode())
+win.free()
+"""
+
+
+def ring_rows(size: int) -> list[list[str]]:
+    """What RING_JOB's ranks report at `size` ranks on one host, sorted as sorted() sorts them."""
+    rows = [
+        [str(r), str(size), str(size * (size - 1) // 2), str((r - 1) % size + 100), "shared-memory"]
+        for r in range(size)
+    ]
+    return sorted(rows)

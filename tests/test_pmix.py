@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from processes import processes_with, run_in_own_group
+from processes import RING_JOB, processes_with, ring_rows, run_in_own_group
 from rma._job import pmix_client
 from rma.errors import BootstrapError
 
@@ -39,23 +39,9 @@ def mpirun(size: int, code: str, tmp_path, timeout: float = WAIT, options=()) ->
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_mpirun_starts_an_rma_job(size, tmp_path):
-    code = """
-    import os, numpy as np, rma
-    comm = rma.init()
-    win = rma.Window.allocate(comm, 1, np.int64)
-    win.fence()
-    win.put(np.array([comm.rank + 100]), (comm.rank + 1) % comm.size)
-    win.fence()
-    total = comm.allreduce(comm.rank)
-    # One write per line: mpirun relays what each read of a rank's pipe gets, so a line printed
-    # in pieces (print under PYTHONUNBUFFERED) may be split by another rank's.
-    os.write(1, f"{comm.rank} {comm.size} {total} {int(win.local[0])}\\n".encode())
-    win.free()
-    """
-    result = mpirun(size, code, tmp_path)
+    result = mpirun(size, RING_JOB, tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = sorted([int(field) for field in line.split()] for line in result.stdout.splitlines())
-    assert rows == [[rank, size, size * (size - 1) // 2, (rank - 1) % size + 100] for rank in range(size)]
+    assert sorted(line.split() for line in result.stdout.splitlines()) == ring_rows(size)
 
 
 def test_a_dying_rank_ends_the_mpirun_job(tmp_path):

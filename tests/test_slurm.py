@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from processes import gone_soon, run_in_own_group
+from processes import RING_JOB, gone_soon, ring_rows, run_in_own_group
 from slurm import Slurm
 
 WAIT = 90.0
@@ -39,24 +39,9 @@ def srun(slurm, size: int, code: str, tmp_path):
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_srun_starts_an_rma_job(slurm, size, tmp_path):
-    code = """
-    import os, numpy as np, rma
-    comm = rma.init()
-    win = rma.Window.allocate(comm, 1, np.int64)
-    win.fence()
-    win.put(np.array([comm.rank + 100]), (comm.rank + 1) % comm.size)
-    win.fence()
-    total = comm.allreduce(comm.rank)
-    print(comm.rank, comm.size, total, int(win.local[0]), win.transport, flush=True)
-    win.free()
-    """
-    result = srun(slurm, size, code, tmp_path)
+    result = srun(slurm, size, RING_JOB, tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = sorted(line.split() for line in result.stdout.splitlines())
-    assert rows == [
-        [str(r), str(size), str(size * (size - 1) // 2), str((r - 1) % size + 100), "shared-memory"]
-        for r in range(size)
-    ]
+    assert sorted(line.split() for line in result.stdout.splitlines()) == ring_rows(size)
 
 
 def test_a_dying_rank_ends_the_others_blocked_calls(slurm, tmp_path):
