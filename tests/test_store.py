@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from rma._job.frames import Channel
 from rma._job.store_client import StoreClient
 from rma._job.store_protocol import MAX_VALUE_SIZE, parse_address
 from rma._job.store_server import StoreServer
@@ -534,3 +535,34 @@ def test_a_bad_link_timeout_is_refused_before_anything_listens(monkeypatch, valu
     monkeypatch.setenv("RMA_LINK_TIMEOUT", value)
     with pytest.raises(BootstrapError, match=f"RMA_LINK_TIMEOUT='{value}'"):
         StoreServer(2)
+
+
+def test_a_death_notice_queued_when_the_store_closes_still_goes_out(monkeypatch):
+    # Rank 0 of a PMIx job serves the watch of the ranks and ends as soon as it hears of a death
+    # (its blocked call raised PeerError). The others must still hear of that death, not only of
+    # the store's end: a PeerError naming rank 0 would blame the wrong rank. The notices to the
+    # others are held up on their way out (as a busy machine does), so that close() comes first.
+    srv = StoreServer(4)
+    srv.start()
+    first = StoreClient(srv.address, srv.secret, 0, timeout=WAIT)
+    first.on_peer_dead(lambda rank: srv.close())  # (in the client's reader thread: at once)
+    to_first = srv._by_rank[0].channel
+    send_packed = Channel.send_packed
+
+    def held_up(channel, frame):
+        if channel is not to_first and b'"event"' in frame:
+            time.sleep(0.3)
+        send_packed(channel, frame)
+
+    monkeypatch.setattr(Channel, "send_packed", held_up)
+    others = {rank: StoreClient(srv.address, srv.secret, rank, timeout=WAIT) for rank in (2, 3)}
+    heard = {rank: [] for rank in others}
+    for rank, client in others.items():
+        client.on_peer_dead(heard[rank].append)
+    StoreClient(srv.address, srv.secret, 1, timeout=WAIT).close(clean=False)
+    deadline = time.monotonic() + WAIT
+    while any(-1 not in h for h in heard.values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for client in [first, *others.values()]:
+        client.close()
+    assert heard == {rank: [1, -1] for rank in others}

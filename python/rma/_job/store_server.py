@@ -11,6 +11,7 @@ import queue
 import secrets as _secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from ..errors import BootstrapError
@@ -19,6 +20,9 @@ from .store_gate import Gate
 from .store_protocol import decode_value, encode_value, format_address, link_timeout
 
 __all__ = ["StoreServer"]
+
+# How long close() lets queued frames go out before cutting the connections.
+_FLUSH_SECONDS = 1.0
 
 
 class _Connection:
@@ -38,7 +42,7 @@ class _Connection:
         # on it after RMA_LINK_TIMEOUT: a host gone, a link down), not because it closed.
         self.silent = False
         self.said_bye = False
-        self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._out: queue.SimpleQueue[bytes | threading.Event | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_loop, name=f"rma-store-writer-{peer}", daemon=True)
         self._writer.start()
 
@@ -49,6 +53,12 @@ class _Connection:
     def finish(self) -> None:
         """Let the writer flush what is queued, then close the socket."""
         self._out.put(None)
+
+    def flush(self, timeout: float) -> None:
+        """Wait (up to timeout) until the writer has sent what is queued now."""
+        sent = threading.Event()
+        self._out.put(sent)
+        sent.wait(timeout)
 
     def abort(self) -> None:
         """Break both directions at once (server shutdown).
@@ -64,6 +74,9 @@ class _Connection:
             frame = self._out.get()
             if frame is None:
                 break
+            if isinstance(frame, threading.Event):
+                frame.set()
+                continue
             if broken:
                 continue
             try:
@@ -165,6 +178,11 @@ class StoreServer:
             self._conns.clear()
             self._waiters.clear()
         self._gate.close()
+        # A death notice queued just before (rank 0 of a PMIx job ending on a PeerError, say)
+        # still goes out: cut now, it would reach a rank as the store's own death instead.
+        deadline = time.monotonic() + _FLUSH_SECONDS
+        for conn in conns:
+            conn.flush(max(0.0, deadline - time.monotonic()))
         for conn in conns:
             conn.abort()
         self._listener.close()
