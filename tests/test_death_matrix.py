@@ -192,7 +192,8 @@ DEATHS = {
 }
 
 RANK_CODE = """
-import os, signal, sys, time
+import faulthandler, os, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a cell that times out shows its stacks
 import numpy as np
 import rma
 comm = rma.init()
@@ -247,7 +248,7 @@ def run_cell(call: Call, death: str, size: int) -> Outcome:
     store.start()
     processes: list[subprocess.Popen] = []
     try:
-        environment = {"RMA_TIMEOUT": "60"}
+        environment = {"RMA_TIMEOUT": "60", "RMA_HANG_REPORT": "20"}  # (a stuck cell says where)
         processes = start_ranks(rank_code(call, death), size, store, extra_env=environment, rank_variable="RMA_RANK")
         victim = size - 1
         waiters = [0] if call.only_rank_0 else [r for r in range(size) if r != victim]
@@ -264,6 +265,11 @@ def run_cell(call: Call, death: str, size: int) -> Outcome:
             if rank != victim:
                 left[rank] = shm_names_of(processes[rank].pid)
         statuses = [p.poll() for p in processes]
+        if timed_out:
+            for process in processes:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
         for rank, process in enumerate(processes):  # bystanders, and ranks that outlived the deadline
             if process.returncode is None or not process.stdout.closed:
                 process.kill()
@@ -314,7 +320,7 @@ def test_a_death_ends_the_call_with_peer_error(cell, outcomes):
     outcome = outcomes[cell]
     victim = size - 1
     report = "\n".join(
-        f"rank {r}: status {s} out {o!r} err {e[-1500:]!r}"
+        f"rank {r}: status {s} out {o!r} err {e[-(6000 if outcome.timed_out else 1500):]!r}"
         for r, (s, o, e) in enumerate(zip(outcome.statuses, outcome.outs, outcome.errs, strict=True))
     )
     assert not outcome.timed_out, f"a rank still runs after 45 s\n{report}"
