@@ -320,7 +320,7 @@ def test_a_death_ends_the_call_with_peer_error(cell, outcomes):
     outcome = outcomes[cell]
     victim = size - 1
     report = "\n".join(
-        f"rank {r}: status {s} out {o!r} err {e[-(6000 if outcome.timed_out else 1500):]!r}"
+        f"rank {r}: status {s} out {o!r} err {e[-(6000 if outcome.timed_out else 1500) :]!r}"
         for r, (s, o, e) in enumerate(zip(outcome.statuses, outcome.outs, outcome.errs, strict=True))
     )
     assert not outcome.timed_out, f"a rank still runs after 45 s\n{report}"
