@@ -152,6 +152,8 @@ void register_communicator(py::module_& m) {
             return comm.split(color, key, [&call] { return call; });
           },
           py::arg("color"), py::arg("key"), py::arg("call") = "comm.split", py::call_guard<py::gil_scoped_release>())
+      .def("alone", &Communicator::alone, py::call_guard<py::gil_scoped_release>(),
+           "A communicator of this rank alone (MPI's COMM_SELF); not collective.")
       .def("scatter",
            [](Communicator& comm, const py::object& items, int root) {
              std::vector<rma::Bytes> list =

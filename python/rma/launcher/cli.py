@@ -26,7 +26,7 @@ _VALUE_OPTIONS = {
 }  # fmt: skip
 
 _USAGE = (
-    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--store-host H] [--store-port P]\n"
+    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--mpi4py] [--store-host H] [--store-port P]\n"
     "              [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
     "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
     "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="ssh",
         metavar="COMMAND",
         help='remote shell that starts ranks on other hosts, given HOST and a command line (default "ssh")',
+    )
+    parser.add_argument(
+        "--mpi4py",
+        action="store_true",
+        help="run an mpi4py program unchanged: `from mpi4py import MPI` in the ranks gives rma.compat.MPI",
     )
     parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
     parser.add_argument("--info", action="store_true", help="print the rma and libfabric versions")

@@ -108,10 +108,13 @@ def is_local(name: str) -> bool:
     return name in ("localhost", "127.0.0.1", "::1") or name in (socket.gethostname(), socket.getfqdn())
 
 
-def remote_command(rsh: list[str], host: str, command: list[str], env: dict[str, str]) -> list[str]:
+def remote_command(
+    rsh: list[str], host: str, command: list[str], env: dict[str, str], carry: tuple[str, ...] = ()
+) -> list[str]:
     """The local argv that runs `command` on `host` with the variables of `env` that a rank
-    needs there (RMA_*, PYTHONUNBUFFERED), in this directory."""
-    carried = {key: value for key, value in env.items() if key.startswith("RMA_") or key == "PYTHONUNBUFFERED"}
+    needs there (RMA_*, PYTHONUNBUFFERED, and those named in `carry`), in this directory."""
+    wanted = ("PYTHONUNBUFFERED", *carry)
+    carried = {key: value for key, value in env.items() if key.startswith("RMA_") or key in wanted}
     assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in sorted(carried.items()))
     line = f"cd {shlex.quote(os.getcwd())} && exec env {assignments} {shlex.join(command)}"
     return [*rsh, host, line]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import queue
 import shlex
 import signal
@@ -27,6 +28,7 @@ from .._job.spawn import (
     traceback_label,
 )
 from .._job.store_server import StoreServer
+from ..compat import MPI4PY_SHIM
 from .hosts import is_local, remote_command
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
@@ -85,6 +87,9 @@ class Job:
     def _environment(self, rank: int, store_address: str, secret: str) -> dict[str, str]:
         env = rank_environment(rank, self.size, store_address, secret, self.args.provider)
         env["RMA_LAUNCHER"] = PROG
+        if self.args.mpi4py:
+            # Only the ranks find the facade as mpi4py; a real mpi4py elsewhere is untouched.
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [MPI4PY_SHIM, env.get("PYTHONPATH")]))
         return env
 
     def _wait(self, rank: _Rank) -> None:
@@ -98,7 +103,8 @@ class Job:
         if host is not None and not is_local(host):
             # Stopping the remote shell's group stops a rank that ssh started only as far as
             # its connection ends; the rank stops itself once this rmarun's store is gone.
-            command = remote_command(shlex.split(self.args.rsh), host, self.command, env)
+            carry = ("PYTHONPATH",) if self.args.mpi4py else ()
+            command = remote_command(shlex.split(self.args.rsh), host, self.command, env, carry)
         proc = start_rank(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         rank = _Rank(index, proc)
         prefix = f"[{index}] ".encode() if self.args.tag_output else None

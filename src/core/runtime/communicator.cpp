@@ -492,4 +492,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Call
   return std::make_shared<Communicator>(runtime_, context, std::move(members), new_rank, offered[new_root]);
 }
 
+std::shared_ptr<Communicator> Communicator::alone() {
+  runtime_->require_active("comm.alone");
+  return std::make_shared<Communicator>(runtime_, runtime_->take_context(), std::vector<int>{members_[rank_]}, 0);
+}
+
 }  // namespace rma

@@ -111,6 +111,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // rank order): a caller that needs both (a window's creation) pays for one collective.
   std::shared_ptr<Communicator> split(int color, int key, const CallName& call, std::span<const std::byte> data,
                                       std::vector<Bytes>& gathered);
+  // A communicator of this rank alone (MPI's COMM_SELF), made without the others: its
+  // context is one this rank never offered, and no other member can send in it.
+  std::shared_ptr<Communicator> alone();
   // Rank i receives items[i] of root's list (items is read on root only).
   Bytes scatter(const std::vector<Bytes>& items, int root, const CallName& call = {});
   // Rank i receives items[i] of every rank, in rank order.

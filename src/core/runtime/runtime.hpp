@@ -98,6 +98,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // Context ids of communicators: a split agrees on the largest next_context() of its members.
   uint32_t next_context() const noexcept { return next_context_.load(); }
   void context_taken(uint32_t context) noexcept;
+  // A context for a communicator of this rank alone, which needs no agreement.
+  uint32_t take_context() noexcept { return next_context_.fetch_add(1); }
 
   // A per-runtime service of a layer above (the windows' message handlers, for instance),
   // made on first use with Service(Runtime&) and destroyed before the transport closes.

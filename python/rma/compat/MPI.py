@@ -1,0 +1,114 @@
+"""mpi4py's `MPI` module over rma: `from rma.compat import MPI` (or, under `rmarun --mpi4py`,
+`from mpi4py import MPI`) gives mpi4py's names for what rma covers.
+
+The job is joined at the first use of COMM_WORLD or COMM_SELF (mpi4py joins at import). A call
+the facade does not cover raises NotImplementedError naming it. rma's errors arrive as
+MPI.Exception carrying rma's own message.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import rma as _rma
+
+from .._job import join as _join
+from .comm import COMM_NULL, COMM_SELF, COMM_WORLD, Comm, Intracomm
+from .constants import *  # noqa: F403 - MPI's integer constants, all of them public
+from .datatypes import *  # noqa: F403 - the predefined datatypes, all of them public
+from .datatypes import Datatype
+from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
+from .errors import *  # noqa: F403 - the error classes
+from .errors import Exception  # noqa: A004 - mpi4py's name
+from .group import GROUP_EMPTY, GROUP_NULL, Group
+from .info import INFO_ENV, INFO_NULL, Info
+from .memory import BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory
+from .not_covered import NotCoveredError
+from .ops import BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, NO_OP, OP_NULL, PROD, REPLACE, SUM, Op
+from .requests import REQUEST_NULL, Request, Status
+from .win import WIN_NULL, Win
+
+Intracomm = Intracomm
+Comm = Comm
+
+
+def Init() -> None:  # noqa: N802 - mpi4py's names
+    """Join the job (done at the first use of COMM_WORLD anyway)."""
+    _join.init()
+
+
+def Init_thread(required: int = 3) -> int:  # noqa: N802
+    _join.init()
+    return 3  # THREAD_MULTIPLE: rma's calls are thread-safe
+
+
+def Finalize() -> None:  # noqa: N802
+    _rma.finalize()
+
+
+def Is_initialized() -> bool:  # noqa: N802
+    return _join.is_initialized()
+
+
+def Is_finalized() -> bool:  # noqa: N802
+    return _join.is_finalized() if hasattr(_join, "is_finalized") else False
+
+
+def Query_thread() -> int:  # noqa: N802
+    return 3
+
+
+def Is_thread_main() -> bool:  # noqa: N802
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def Wtime() -> float:  # noqa: N802
+    return time.perf_counter()
+
+
+def Wtick() -> float:  # noqa: N802
+    return time.get_clock_info("perf_counter").resolution
+
+
+def Get_version() -> tuple[int, int]:  # noqa: N802
+    """The MPI standard version whose semantics the facade follows for what it covers."""
+    return (VERSION, SUBVERSION)  # noqa: F405
+
+
+def Get_library_version() -> str:  # noqa: N802
+    return f"rma {_rma.__version__} (mpi4py facade)"
+
+
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    parts = [int(p) for p in _rma.__version__.split(".")[:3] if p.isdigit()]
+    return "rma", tuple((parts + [0, 0, 0])[:3])
+
+
+def Get_processor_name() -> str:  # noqa: N802
+    return socket.gethostname()
+
+
+def Get_error_class(errorcode: int) -> int:  # noqa: N802
+    return errorcode
+
+
+def Get_error_string(errorcode: int) -> str:  # noqa: N802
+    return Exception(errorcode).Get_error_string()
+
+
+def Pcontrol(level: int) -> None:  # noqa: N802
+    pass
+
+
+def __getattr__(name: str) -> Any:
+    raise NotCoveredError(f"rma.compat: MPI.{name} is not covered by rma's mpi4py facade (see the porting guide)")
+
+
+_ = (Datatype, Errhandler, ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, GROUP_EMPTY, GROUP_NULL)
+_ = (INFO_ENV, INFO_NULL, Info, BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory, Group, COMM_NULL)
+_ = (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, NO_OP, OP_NULL, PROD, REPLACE, SUM, Op, REQUEST_NULL)
+_ = (Request, Status, WIN_NULL, Win, COMM_SELF, COMM_WORLD)

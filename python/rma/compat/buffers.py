@@ -1,0 +1,132 @@
+"""Buffer specifications as mpi4py takes them: `buf`, `[buf, datatype]`, `[buf, count, datatype]`,
+`[buf, (count, displ), datatype]`, each turned into the NumPy array of basic elements that an
+rma call moves (a view of the caller's memory, so that a get fills it in place)."""
+
+from __future__ import annotations
+
+import array as _array
+from typing import Any
+
+import numpy as np
+
+from .datatypes import BYTE, Datatype
+from .errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
+from .errors import Exception as MPIException
+from .memory import bytes_of
+
+__all__ = ["origin_elements", "result_elements", "datatype_of_buffer"]
+
+
+def origin_elements(spec: Any, call: str) -> np.ndarray:
+    """The elements an origin (or compare) specification sends, in type-map order."""
+    raw, datatype, count, displ = _parse(spec, writable=False, call=call)
+    runs = datatype.blocks(count)
+    start = displ * datatype.extent
+    _check_inside(raw, start, runs, datatype, call)
+    basic = datatype.basic
+    if len(runs) == 1 or not runs:
+        offset, elements = runs[0] if runs else (0, 0)
+        return raw[start + offset : start + offset + elements * basic.itemsize].view(basic)
+    # A derived type with holes: its elements gathered (an origin is only read).
+    return np.concatenate([raw[start + o : start + o + n * basic.itemsize].view(basic) for o, n in runs])
+
+
+def result_elements(spec: Any, call: str) -> np.ndarray:
+    """The elements a result specification receives: a view of the caller's memory."""
+    raw, datatype, count, displ = _parse(spec, writable=True, call=call)
+    runs = datatype.blocks(count)
+    start = displ * datatype.extent
+    _check_inside(raw, start, runs, datatype, call)
+    if len(runs) > 1:
+        raise NotImplementedError(
+            f"rma.compat: {call}: a result buffer with a non-contiguous datatype is not supported; "
+            "receive into a contiguous buffer and copy"
+        )
+    basic = datatype.basic
+    offset, elements = runs[0] if runs else (0, 0)
+    return raw[start + offset : start + offset + elements * basic.itemsize].view(basic)
+
+
+def _check_inside(raw: np.ndarray, start: int, runs: list[tuple[int, int]], datatype: Datatype, call: str) -> None:
+    end = max((o + n * datatype.basic.itemsize for o, n in runs), default=0)
+    if start + end > raw.nbytes or (runs and start + min(o for o, _ in runs) < 0):
+        raise MPIException(
+            ERR_BUFFER, f"rma.compat: {call}: the buffer holds {raw.nbytes} bytes, the message needs {start + end}"
+        )
+
+
+def _parse(spec: Any, *, writable: bool, call: str) -> tuple[np.ndarray, Datatype, int, int]:
+    """(the buffer's bytes, datatype, count, displacement in extents) of a specification."""
+    count = displ = None
+    datatype = None
+    if isinstance(spec, (list, tuple)):
+        items = list(spec)
+        if not 1 <= len(items) <= 4:
+            raise MPIException(
+                ERR_ARG, f"rma.compat: {call}: a buffer specification has 1 to 4 items, not {len(items)}"
+            )
+        buf, rest = items[0], items[1:]
+        if rest and _is_datatype(rest[-1]):
+            datatype = _datatype(rest.pop())
+        if len(rest) == 2:
+            count, displ = rest
+        elif len(rest) == 1:
+            if isinstance(rest[0], (list, tuple)):
+                count, displ = rest[0]
+            else:
+                count = rest[0]
+    else:
+        buf = spec
+    raw = bytes_of(buf, writable=writable, call=call)
+    if datatype is None:
+        datatype = datatype_of_buffer(buf)
+    if not datatype:
+        raise MPIException(ERR_TYPE, f"rma.compat: {call}: the datatype is MPI.DATATYPE_NULL")
+    displ = 0 if displ is None else _integer(displ, call, "displacement")
+    if count is None:
+        extent = datatype.extent
+        count = (raw.nbytes - displ * extent) // extent if extent > 0 else 0
+    count = _integer(count, call, "count")
+    if count < 0:
+        raise MPIException(ERR_COUNT, f"rma.compat: {call}: count {count} is negative")
+    return raw, datatype, count, displ
+
+
+def datatype_of_buffer(buf: Any) -> Datatype:
+    """The datatype a bare buffer describes: its NumPy dtype, array.array typecode or buffer
+    format; plain bytes (bytearray, MPI.buffer) are MPI.BYTE."""
+    if isinstance(buf, _array.array):
+        return Datatype.fromcode(buf.typecode)
+    dtype = getattr(buf, "dtype", None)
+    if dtype is None:
+        try:
+            fmt = memoryview(buf).format
+        except TypeError:
+            return BYTE
+        if fmt in ("B", "b", "c"):
+            return BYTE
+        dtype = np.dtype(fmt)
+    dtype = np.dtype(dtype)
+    if getattr(buf, "format", None) == "B" and dtype == np.uint8:
+        return BYTE  # MPI.buffer
+    try:
+        return Datatype.fromcode(dtype.char)
+    except ValueError:
+        raise MPIException(ERR_TYPE, f"rma.compat: no MPI datatype for NumPy dtype {dtype}") from None
+
+
+def _is_datatype(value: Any) -> bool:
+    return isinstance(value, (Datatype, str))
+
+
+def _datatype(value: Any) -> Datatype:
+    return Datatype.fromcode(value) if isinstance(value, str) else value
+
+
+def _integer(value: Any, call: str, name: str) -> int:
+    try:
+        return int(value.__index__())
+    except (AttributeError, TypeError):
+        raise MPIException(
+            ERR_ARG, f"rma.compat: {call}: {name} must be an integer, not {type(value).__name__}"
+        ) from None

@@ -1,0 +1,289 @@
+"""MPI.Comm and MPI.Intracomm of the mpi4py facade, over rma.Comm: COMM_WORLD, COMM_SELF, the
+lowercase object calls, Barrier, Split, Split_type, Dup, Get_group, Free."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+
+import rma as _rma
+
+from .._job import join as _join
+from .buffers import origin_elements, result_elements
+from .constants import ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
+from .errhandler import ERRORS_RETURN, Errhandler, checked
+from .errors import ERR_ARG, ERR_COMM, translated
+from .errors import Exception as MPIException
+from .group import Group
+from .info import Info
+from .memory import IN_PLACE
+from .not_covered import NotCovered
+from .ops import SUM, Op
+from .requests import Request, Status
+
+__all__ = ["Comm", "Intracomm", "COMM_NULL", "COMM_WORLD", "COMM_SELF"]
+
+
+class Comm(NotCovered):
+    """A communicator (MPI_Comm): the ranks a call involves and the context its messages use."""
+
+    def __init__(self, comm: Comm | None = None) -> None:
+        self._comm: _rma.Comm | None = comm._comm if comm is not None else None
+        self._kind = comm._kind if comm is not None else "null"
+        self._name = comm._name if comm is not None else "MPI_COMM_NULL"
+        self._errhandler = Errhandler(ERRORS_RETURN)
+
+    @classmethod
+    def _of(cls, comm: _rma.Comm | None, name: str = "", kind: str = "made") -> Comm:
+        made = cls.__new__(cls)
+        made._comm, made._kind, made._name, made._errhandler = comm, kind, name, Errhandler(ERRORS_RETURN)
+        return made
+
+    @property
+    def _base(self) -> _rma.Comm:
+        """The rma.Comm underneath; COMM_WORLD and COMM_SELF join the job at first use."""
+        if self._comm is None:
+            if self._kind == "world":
+                self._comm = _join.init()
+            elif self._kind == "self":
+                self._comm = _rma.Comm(_join.init()._core.alone())
+            else:
+                raise MPIException(ERR_COMM, "rma.compat: the communicator is MPI.COMM_NULL")
+        return self._comm
+
+    # ---- size, rank, group ----
+
+    def Get_rank(self) -> int:  # noqa: N802 - mpi4py's names
+        return self._base.rank
+
+    def Get_size(self) -> int:  # noqa: N802
+        return self._base.size
+
+    rank = property(Get_rank)
+    size = property(Get_size)
+
+    def Get_group(self) -> Group:  # noqa: N802
+        return Group._of(self._members())
+
+    group = property(Get_group)
+
+    def _members(self) -> list[int]:
+        return list(self._base._core.members)
+
+    def Get_name(self) -> str:  # noqa: N802
+        return self._name
+
+    def Set_name(self, name: str) -> None:  # noqa: N802
+        self._name = str(name)
+
+    name = property(Get_name, Set_name)
+
+    def Is_inter(self) -> bool:  # noqa: N802
+        return False
+
+    def Is_intra(self) -> bool:  # noqa: N802
+        return True
+
+    is_inter = property(Is_inter)
+    is_intra = property(Is_intra)
+
+    @staticmethod
+    def Compare(comm1: Comm, comm2: Comm) -> int:  # noqa: N802
+        if comm1._base is comm2._base:
+            return IDENT
+        members1, members2 = comm1._members(), comm2._members()
+        if members1 == members2:
+            return CONGRUENT
+        return SIMILAR if sorted(members1) == sorted(members2) else UNEQUAL
+
+    def Get_attr(self, keyval: int) -> Any:  # noqa: N802
+        return None  # (no attribute of a communicator is kept: TAG_UB, APPNUM... are not set)
+
+    def Get_errhandler(self) -> Errhandler:  # noqa: N802
+        return Errhandler(self._errhandler)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:  # noqa: N802
+        self._errhandler = checked(errhandler, "Comm.Set_errhandler")
+
+    def Get_info(self) -> Info:  # noqa: N802
+        return Info.Create()
+
+    def Set_info(self, info: Info) -> None:  # noqa: N802
+        pass  # (no communicator hint changes what rma does)
+
+    # ---- making and freeing communicators ----
+
+    @translated
+    def Dup(self, info: Info | None = None) -> Intracomm:  # noqa: N802
+        return Intracomm._of(self._base.dup())
+
+    Clone = Dup
+
+    @translated
+    def Split(self, color: int = 0, key: int = 0) -> Intracomm:  # noqa: N802
+        made = self._base.split(None if color == UNDEFINED else color, key)
+        return Intracomm._of(made) if made is not None else Intracomm(COMM_NULL)
+
+    @translated
+    def Split_type(self, split_type: int, key: int = 0, info: Info | None = None) -> Intracomm:  # noqa: N802
+        if split_type == UNDEFINED:
+            self._base.split(None, key)  # (takes part, gets nothing: MPI's rule)
+            return Intracomm(COMM_NULL)
+        if split_type != COMM_TYPE_SHARED:
+            raise MPIException(
+                ERR_ARG, f"rma.compat: Comm.Split_type: only MPI.COMM_TYPE_SHARED is covered, not {split_type}"
+            )
+        return Intracomm._of(self._base.split_type("host", key))
+
+    def Free(self) -> None:  # noqa: N802
+        if self._kind in ("world", "self", "null"):
+            raise MPIException(
+                ERR_COMM, f"rma.compat: Comm.Free: {self._name or 'a predefined communicator'} cannot be freed"
+            )
+        self._comm, self._kind = None, "null"
+
+    def Abort(self, errorcode: int = 0) -> None:  # noqa: N802
+        """End this process at once with `errorcode`; the launcher stops the others (rmarun does)."""
+        os._exit(errorcode if 0 < errorcode < 256 else 1)
+
+    # ---- object calls (pickled Python objects) ----
+
+    @translated
+    def Barrier(self) -> None:  # noqa: N802
+        self._base.barrier()
+
+    barrier = Barrier
+
+    @translated
+    def bcast(self, obj: Any = None, root: int = 0) -> Any:
+        return self._base.bcast(obj, root)
+
+    @translated
+    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
+        return self._base.gather(sendobj, root)
+
+    @translated
+    def allgather(self, sendobj: Any) -> list[Any]:
+        return self._base.allgather(sendobj)
+
+    @translated
+    def scatter(self, sendobj: Any = None, root: int = 0) -> Any:
+        return self._base.scatter(sendobj, root)
+
+    @translated
+    def alltoall(self, sendobj: Any) -> list[Any]:
+        return self._base.alltoall(sendobj)
+
+    @translated
+    def reduce(self, sendobj: Any, op: Op | Any = SUM, root: int = 0) -> Any:
+        return self._base.reduce(sendobj, _combine(op), root)
+
+    @translated
+    def allreduce(self, sendobj: Any, op: Op | Any = SUM) -> Any:
+        return self._base.allreduce(sendobj, _combine(op))
+
+    @translated
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._base.send(obj, dest, tag)
+
+    ssend = send
+
+    @translated
+    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
+        own = _rma.Status()
+        obj = self._base.recv(source, tag, own)
+        if status is not None:
+            status._fill(own.source, own.tag)
+        return obj
+
+    @translated
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        request = Request._of(self._base.isend(obj, dest, tag), message=True)
+        return request
+
+    issend = isend
+
+    @translated
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        return Request._of(self._base.irecv(source, tag), message=True)
+
+    @translated
+    def sendrecv(
+        self,
+        sendobj: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Any:
+        own = _rma.Status()
+        obj = self._base.sendrecv(sendobj, dest, sendtag, source=source, recvtag=recvtag, status=own)
+        if status is not None:
+            status._fill(own.source, own.tag)
+        return obj
+
+    # ---- buffer calls that rma has (NumPy arrays in place) ----
+
+    @translated
+    def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
+        data = result_elements(buf, "Comm.Bcast")
+        self._base.Bcast(data, root)
+
+    @translated
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        result = result_elements(recvbuf, "Comm.Allreduce")
+        data = (
+            result.copy() if sendbuf is IN_PLACE else np.ascontiguousarray(origin_elements(sendbuf, "Comm.Allreduce"))
+        )
+        self._base.Allreduce(data, result, op._window_op("Allreduce"))
+
+    @translated
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
+        mine = self._base.rank == root
+        if sendbuf is IN_PLACE:
+            data = result_elements(recvbuf, "Comm.Reduce").copy()
+        else:
+            data = np.ascontiguousarray(origin_elements(sendbuf, "Comm.Reduce"))
+        result = result_elements(recvbuf, "Comm.Reduce") if mine else None
+        self._base.Reduce(data, result, op._window_op("Reduce"), root)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comm):
+            return NotImplemented
+        if self._kind == "null" or other._kind == "null":
+            return self._kind == other._kind
+        return self._kind == other._kind and (self._kind in ("world", "self") or self._comm is other._comm)
+
+    def __hash__(self) -> int:
+        return hash(self._kind) if self._kind in ("world", "self", "null") else id(self._comm)
+
+    def __bool__(self) -> bool:
+        return self._kind != "null"
+
+    def __reduce__(self):
+        raise ValueError("rma.compat: a communicator cannot be pickled: it belongs to one process")
+
+    def __repr__(self) -> str:
+        return f"<MPI.Comm {self._name or 'communicator'}>"
+
+
+class Intracomm(Comm):
+    """A communicator within one group of ranks (MPI's intracommunicator)."""
+
+
+def _combine(op: Any) -> Any:
+    """An MPI.Op as the function of two objects that rma's object reductions take."""
+    if isinstance(op, Op):
+        return op.__call__
+    return op
+
+
+COMM_NULL = Intracomm()
+COMM_WORLD = Intracomm._of(None, "MPI_COMM_WORLD", "world")
+COMM_SELF = Intracomm._of(None, "MPI_COMM_SELF", "self")
+_ = (PROC_NULL, pickle)  # (re-exported names kept for readers of this module)

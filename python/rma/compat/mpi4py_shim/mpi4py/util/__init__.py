@@ -1,0 +1,1 @@
+"""mpi4py.util under `rmarun --mpi4py`: only util.sync is provided."""

@@ -1,0 +1,511 @@
+"""MPI.Win of the mpi4py facade, over rma.Window.
+
+Every window underneath is a window of bytes whose displacement unit is 1: the facade keeps
+each rank's MPI disp_unit itself and hands rma byte displacements, so that a target given as
+`disp`, `(disp, count)` or `(disp, count, datatype)` (a derived datatype too) becomes one rma call
+per contiguous run of the target's layout, all in the same epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import rma as _rma
+
+from .buffers import origin_elements, result_elements
+from .comm import COMM_SELF, Comm
+from .constants import (
+    LOCK_EXCLUSIVE,
+    LOCK_SHARED,
+    PROC_NULL,
+    WIN_BASE,
+    WIN_CREATE_FLAVOR,
+    WIN_DISP_UNIT,
+    WIN_FLAVOR_ALLOCATE,
+    WIN_FLAVOR_CREATE,
+    WIN_FLAVOR_DYNAMIC,
+    WIN_FLAVOR_SHARED,
+    WIN_MODEL,
+    WIN_SEPARATE,
+    WIN_SIZE,
+    WIN_UNIFIED,
+)
+from .datatypes import Datatype
+from .errhandler import ERRORS_RETURN, Errhandler, checked
+from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, translated
+from .errors import Exception as MPIException
+from .group import Group
+from .info import INFO_NULL, Info, hints_of
+from .memory import BOTTOM, Get_address, buffer, bytes_of
+from .not_covered import NotCovered
+from .ops import SUM, Op
+from .requests import Request
+
+__all__ = ["Win", "WIN_NULL"]
+
+_LOCK_TYPES = {LOCK_EXCLUSIVE: _rma.LOCK_EXCLUSIVE, LOCK_SHARED: _rma.LOCK_SHARED}
+
+
+class Win(NotCovered):
+    """A window of memory that the ranks of a communicator expose to each other (MPI_Win)."""
+
+    def __init__(self, win: Win | None = None) -> None:
+        if win is not None and not isinstance(win, Win):
+            raise TypeError(f"rma.compat: MPI.Win() takes an MPI.Win, not {type(win).__name__}")
+        self._adopt(win)
+
+    def _adopt(self, win: Win | None) -> None:
+        self._win: _rma.Window | None = win._win if win is not None else None
+        self._comm: Comm | None = win._comm if win is not None else None
+        self._flavor = win._flavor if win is not None else 0
+        self._memory = win._memory if win is not None else buffer()
+        self._base = win._base if win is not None else 0
+        self._units: list[int] = win._units if win is not None else []
+        self._name = win._name if win is not None else "MPI_WIN_NULL"
+        self._errhandler = Errhandler(ERRORS_RETURN)
+
+    # ---- creation (collective) ----
+
+    @classmethod
+    @translated
+    def Create(cls, memory: Any, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
+        """A window over the caller's memory (any writable buffer; MPI.BOTTOM for none)."""
+        local = bytes_of(memory, writable=memory is not BOTTOM, call="Win.Create")
+        window = _rma.Window.create(comm._base, local, disp_unit=1, info=hints_of(info))
+        return cls._made(window, comm, WIN_FLAVOR_CREATE, local, Get_address(memory), disp_unit)
+
+    @classmethod
+    @translated
+    def Allocate(cls, size: int, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
+        """A window over `size` new bytes on each rank."""
+        window = _rma.Window.allocate(
+            comm._base, _size(size, "Win.Allocate"), np.uint8, disp_unit=1, info=hints_of(info)
+        )
+        return cls._made(window, comm, WIN_FLAVOR_ALLOCATE, window.local, _address(window.local), disp_unit)
+
+    @classmethod
+    @translated
+    def Allocate_shared(cls, size: int, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
+        """A window over `size` new bytes per rank, that every rank (all on one host) can load and store."""
+        window = _rma.Window.allocate_shared(
+            comm._base, _size(size, "Win.Allocate_shared"), np.uint8, info=hints_of(info)
+        )
+        return cls._made(window, comm, WIN_FLAVOR_SHARED, window.local, _address(window.local), disp_unit)
+
+    @classmethod
+    @translated
+    def Create_dynamic(cls, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
+        """A window of no memory yet: each rank attaches memory, addressed by MPI.Get_address."""
+        window = _rma.Window.create_dynamic(comm._base, info=hints_of(info))
+        return cls._made(window, comm, WIN_FLAVOR_DYNAMIC, np.zeros(0, np.uint8), 0, 1)
+
+    @classmethod
+    def _made(cls, window: _rma.Window, comm: Comm, flavor: int, local: np.ndarray, base: int, disp_unit: int) -> Win:
+        unit = _size(disp_unit, "Win creation (disp_unit)")
+        if unit == 0:
+            raise MPIException(ERR_ARG, "rma.compat: Win creation: disp_unit must be positive")
+        win = cls.__new__(cls)
+        win._adopt(None)
+        win._win, win._comm, win._flavor, win._base = window, comm, flavor, base
+        win._memory = local.view(buffer)
+        # Every rank's unit, for displacements aimed at it (the windows underneath count bytes).
+        win._units = [unit] if comm._base.size == 1 else comm._base.allgather(unit)
+        win._name = ""
+        return win
+
+    @translated
+    def Free(self) -> None:  # noqa: N802
+        self._open("Free").free()
+        self._adopt(None)
+
+    @translated
+    def Attach(self, memory: Any) -> None:  # noqa: N802
+        self._open("Attach").attach(bytes_of(memory, writable=True, call="Win.Attach"))
+
+    @translated
+    def Detach(self, memory: Any) -> None:  # noqa: N802
+        self._open("Detach").detach(bytes_of(memory, writable=True, call="Win.Detach"))
+
+    # ---- communication ----
+
+    @translated
+    def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
+        window = self._open("Put")
+        data = origin_elements(origin, "Win.Put")
+        for first, count, disp in self._runs(target_rank, target, data, "Put"):
+            window.put(data[first : first + count], target_rank, disp)
+
+    @translated
+    def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
+        window = self._open("Get")
+        data = result_elements(origin, "Win.Get")
+        for first, count, disp in self._runs(target_rank, target, data, "Get"):
+            window.get(data[first : first + count], target_rank, disp)
+
+    @translated
+    def Accumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> None:  # noqa: N802
+        window = self._open("Accumulate")
+        data = origin_elements(origin, "Win.Accumulate")
+        rma_op = op._window_op("Accumulate")
+        for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
+            window.accumulate(data[first : first + count], target_rank, disp, rma_op)
+
+    @translated
+    def Get_accumulate(  # noqa: N802
+        self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
+    ) -> None:
+        window = self._open("Get_accumulate")
+        data, into = self._origin_and_result(origin, result, op, "Get_accumulate")
+        rma_op = op._window_op("Get_accumulate")
+        for first, count, disp in self._runs(target_rank, target, into, "Get_accumulate"):
+            window.get_accumulate(data[first : first + count], into[first : first + count], target_rank, disp, rma_op)
+
+    @translated
+    def Fetch_and_op(  # noqa: N802
+        self, origin: Any, result: Any, target_rank: int, target_disp: int = 0, op: Op = SUM
+    ) -> None:
+        window = self._open("Fetch_and_op")
+        data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
+        disp = self._byte_disp(target_rank, target_disp, "Fetch_and_op")
+        window.fetch_and_op(data, into, target_rank, disp, op._window_op("Fetch_and_op"))
+
+    @translated
+    def Compare_and_swap(  # noqa: N802
+        self, origin: Any, compare: Any, result: Any, target_rank: int, target_disp: int = 0
+    ) -> None:
+        window = self._open("Compare_and_swap")
+        data = origin_elements(origin, "Win.Compare_and_swap")
+        expected = origin_elements(compare, "Win.Compare_and_swap")
+        into = result_elements(result, "Win.Compare_and_swap")
+        disp = self._byte_disp(target_rank, target_disp, "Compare_and_swap")
+        window.compare_and_swap(data, expected, into, target_rank, disp)
+
+    @translated
+    def Rput(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
+        window = self._open("Rput")
+        data = origin_elements(origin, "Win.Rput")
+        return _requests(
+            window.rput(data[f : f + n], target_rank, d) for f, n, d in self._runs(target_rank, target, data, "Rput")
+        )
+
+    @translated
+    def Rget(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
+        window = self._open("Rget")
+        data = result_elements(origin, "Win.Rget")
+        return _requests(
+            window.rget(data[f : f + n], target_rank, d) for f, n, d in self._runs(target_rank, target, data, "Rget")
+        )
+
+    @translated
+    def Raccumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> Request:  # noqa: N802
+        window = self._open("Raccumulate")
+        data = origin_elements(origin, "Win.Raccumulate")
+        rma_op = op._window_op("Raccumulate")
+        runs = self._runs(target_rank, target, data, "Raccumulate")
+        return _requests(window.raccumulate(data[f : f + n], target_rank, d, rma_op) for f, n, d in runs)
+
+    @translated
+    def Rget_accumulate(  # noqa: N802
+        self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
+    ) -> Request:
+        window = self._open("Rget_accumulate")
+        data, into = self._origin_and_result(origin, result, op, "Rget_accumulate")
+        rma_op = op._window_op("Rget_accumulate")
+        runs = self._runs(target_rank, target, into, "Rget_accumulate")
+        return _requests(
+            window.rget_accumulate(data[f : f + n], into[f : f + n], target_rank, d, rma_op) for f, n, d in runs
+        )
+
+    # ---- synchronization ----
+
+    @translated
+    def Fence(self, assertion: int = 0) -> None:  # noqa: N802
+        self._open("Fence").fence(assertion)
+
+    @translated
+    def Start(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
+        self._open("Start").start(self._ranks_of(group), assertion)
+
+    @translated
+    def Complete(self) -> None:  # noqa: N802
+        self._open("Complete").complete()
+
+    @translated
+    def Post(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
+        self._open("Post").post(self._ranks_of(group), assertion)
+
+    @translated
+    def Wait(self) -> bool:  # noqa: N802
+        self._open("Wait").wait()
+        return True
+
+    @translated
+    def Test(self) -> bool:  # noqa: N802
+        return self._open("Test").test()
+
+    @translated
+    def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:  # noqa: N802
+        if lock_type not in _LOCK_TYPES:
+            raise MPIException(
+                ERR_LOCKTYPE,
+                f"rma.compat: Win.Lock: lock_type must be MPI.LOCK_EXCLUSIVE or MPI.LOCK_SHARED, not {lock_type!r}",
+            )
+        self._open("Lock").lock(rank, _LOCK_TYPES[lock_type], assertion)
+
+    @translated
+    def Unlock(self, rank: int) -> None:  # noqa: N802
+        self._open("Unlock").unlock(rank)
+
+    @translated
+    def Lock_all(self, assertion: int = 0) -> None:  # noqa: N802
+        self._open("Lock_all").lock_all(assertion)
+
+    @translated
+    def Unlock_all(self) -> None:  # noqa: N802
+        self._open("Unlock_all").unlock_all()
+
+    @translated
+    def Flush(self, rank: int) -> None:  # noqa: N802
+        self._open("Flush").flush(rank)
+
+    @translated
+    def Flush_all(self) -> None:  # noqa: N802
+        self._open("Flush_all").flush_all()
+
+    @translated
+    def Flush_local(self, rank: int) -> None:  # noqa: N802
+        self._open("Flush_local").flush_local(rank)
+
+    @translated
+    def Flush_local_all(self) -> None:  # noqa: N802
+        self._open("Flush_local_all").flush_local_all()
+
+    @translated
+    def Sync(self) -> None:  # noqa: N802
+        self._open("Sync").sync()
+
+    # ---- memory, attributes, names ----
+
+    def tomemory(self) -> buffer:
+        """This rank's window memory as an MPI.buffer (no bytes for a dynamic window)."""
+        self._open("tomemory")
+        return self._memory
+
+    @translated
+    def Shared_query(self, rank: int) -> tuple[buffer, int]:  # noqa: N802
+        """(the memory, disp_unit) of `rank` in a window from Allocate_shared; PROC_NULL: the
+        first rank whose memory is not empty."""
+        window = self._open("Shared_query")
+        if self._flavor != WIN_FLAVOR_SHARED:
+            raise MPIException(ERR_WIN, "rma.compat: Win.Shared_query: only a window from Win.Allocate_shared has it")
+        if rank == PROC_NULL:
+            sizes = [window.target_shape(r)[0] for r in range(window.comm.size)]
+            rank = next((r for r, size in enumerate(sizes) if size), 0)
+        return window.shared(rank).view(buffer), self._units[rank]
+
+    def Get_attr(self, keyval: int) -> Any:  # noqa: N802
+        self._open("Get_attr")
+        if keyval == WIN_BASE:
+            return self._base
+        if keyval == WIN_SIZE:
+            return int(self._memory.nbytes)
+        if keyval == WIN_DISP_UNIT:
+            return self._units[self._comm._base.rank]
+        if keyval == WIN_CREATE_FLAVOR:
+            return self._flavor
+        if keyval == WIN_MODEL:
+            return self.model
+        return None
+
+    @property
+    def attrs(self) -> tuple[int, int, int]:
+        """(base address, size in bytes, disp_unit) of this rank's window memory."""
+        return self.Get_attr(WIN_BASE), self.Get_attr(WIN_SIZE), self.Get_attr(WIN_DISP_UNIT)
+
+    @property
+    def flavor(self) -> int:
+        return self.Get_attr(WIN_CREATE_FLAVOR)
+
+    @property
+    def model(self) -> int:
+        return WIN_SEPARATE if self._open("model").model == "separate" else WIN_UNIFIED
+
+    def Get_group(self) -> Group:  # noqa: N802
+        self._open("Get_group")
+        return self._comm.Get_group()
+
+    group = property(Get_group)
+
+    @property
+    def group_size(self) -> int:
+        return self._open("group_size").comm.size
+
+    @property
+    def group_rank(self) -> int:
+        return self._open("group_rank").comm.rank
+
+    def Get_info(self) -> Info:  # noqa: N802
+        return Info.Create({key: value for key, value in self._open("Get_info").info.items()})
+
+    def Set_info(self, info: Info) -> None:  # noqa: N802
+        self._open("Set_info")  # (rma fixes a window's hints at creation; later ones change nothing)
+
+    info = property(Get_info, Set_info)
+
+    def Get_name(self) -> str:  # noqa: N802
+        return self._name
+
+    def Set_name(self, name: str) -> None:  # noqa: N802
+        self._open("Set_name")
+        self._name = str(name)
+
+    name = property(Get_name, Set_name)
+
+    def Get_errhandler(self) -> Errhandler:  # noqa: N802
+        return Errhandler(self._errhandler)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:  # noqa: N802
+        self._errhandler = checked(errhandler, "Win.Set_errhandler")
+
+    # ---- helpers ----
+
+    def _open(self, call: str) -> _rma.Window:
+        if self._win is None:
+            raise MPIException(ERR_WIN, f"rma.compat: Win.{call}: the window is MPI.WIN_NULL (freed or never made)")
+        return self._win
+
+    def _ranks_of(self, group: Group) -> list[int]:
+        if not isinstance(group, Group):
+            return list(group)  # (a plain list of ranks, as rma takes)
+        return group._ranks_in(self._comm._members())
+
+    def _unit(self, rank: int) -> int:
+        return 1 if rank == PROC_NULL or self._flavor == WIN_FLAVOR_DYNAMIC else self._units[rank]
+
+    def _byte_disp(self, rank: int, disp: int, call: str) -> int:
+        if rank != PROC_NULL and not 0 <= rank < len(self._units):
+            return 0  # (rma names the bad rank)
+        return disp * self._unit(rank)
+
+    def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
+        """The rma calls a target specification makes: (first element of data, elements, byte
+        displacement) for each contiguous run of the target's layout."""
+        disp, count, datatype = _target(target, call)
+        base = self._byte_disp(rank, disp, call)
+        itemsize = data.dtype.itemsize
+        if datatype is None:
+            count = data.size if count is None else count
+            if count * _itemsize(datatype, itemsize) != data.nbytes:
+                raise MPIException(
+                    ERR_ARG, f"rma.compat: Win.{call}: the target holds {count} elements, the origin {data.size}"
+                )
+            return [(0, data.size, base)]
+        count = 1 if count is None else count
+        runs, first = [], 0
+        size = datatype.basic.itemsize
+        for offset, elements in datatype.blocks(count):
+            nbytes = elements * size
+            if nbytes % itemsize:
+                raise MPIException(
+                    ERR_ARG, f"rma.compat: Win.{call}: the target datatype's runs do not hold whole origin elements"
+                )
+            runs.append((first, nbytes // itemsize, base + offset))
+            first += nbytes // itemsize
+        if first != data.size:
+            raise MPIException(
+                ERR_ARG,
+                f"rma.compat: Win.{call}: the target datatype holds {first} origin elements, the origin {data.size}",
+            )
+        if any(disp < 0 for _, _, disp in runs):
+            raise MPIException(ERR_RMA_RANGE, f"rma.compat: Win.{call}: the target lies before the window's start")
+        return runs
+
+    @staticmethod
+    def _origin_and_result(origin: Any, result: Any, op: Op, call: str) -> tuple[np.ndarray, np.ndarray]:
+        into = result_elements(result, f"Win.{call}")
+        if origin is None or (op is not None and op._name == "MPI_NO_OP" and _empty_spec(origin)):
+            return np.zeros_like(into), into  # (NO_OP reads no origin)
+        return origin_elements(origin, f"Win.{call}"), into
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self._win is other._win
+
+    def __hash__(self) -> int:
+        return id(self._win)
+
+    def __bool__(self) -> bool:
+        return self._win is not None
+
+    def __reduce__(self):
+        raise ValueError("rma.compat: a window cannot be pickled: it belongs to one process")
+
+    def __repr__(self) -> str:
+        return "<MPI.Win WIN_NULL>" if self._win is None else f"<MPI.Win over {self._win!r}>"
+
+
+def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
+    """(displacement, count, datatype) of a target specification: None, disp, or a sequence
+    (disp,), (disp, count) or (disp, count, datatype)."""
+    if target is None:
+        return 0, None, None
+    if isinstance(target, (list, tuple)):
+        items = list(target) + [None] * (3 - len(target))
+        if len(target) > 3:
+            raise MPIException(ERR_ARG, f"rma.compat: Win.{call}: a target is (disp, count, datatype), not {target!r}")
+        disp, count, datatype = items
+        disp = 0 if disp is None else disp
+        if isinstance(datatype, str):
+            datatype = Datatype.fromcode(datatype)
+        return int(disp), None if count is None else int(count), datatype
+    return int(target), None, None
+
+
+def _itemsize(datatype: Datatype | None, itemsize: int) -> int:
+    return itemsize if datatype is None else datatype.basic.itemsize
+
+
+def _empty_spec(spec: Any) -> bool:
+    try:
+        return origin_elements(spec, "Win").size == 0
+    except MPIException:
+        return True
+
+
+def _size(value: Any, call: str) -> int:
+    try:
+        size = int(value.__index__())
+    except (AttributeError, TypeError):
+        raise MPIException(ERR_ARG, f"rma.compat: {call}: expected an integer, not {type(value).__name__}") from None
+    if size < 0:
+        raise MPIException(ERR_ARG, f"rma.compat: {call}: {size} is negative")
+    return size
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0]) if array.size else 0
+
+
+class _Together:
+    """Several window requests as one (a target datatype with several runs)."""
+
+    def __init__(self, requests: list[Any]) -> None:
+        self._requests = requests
+
+    def wait(self) -> None:
+        for request in self._requests:
+            request.wait()
+
+    def test(self) -> bool:
+        return all([request.test() for request in self._requests])
+
+
+def _requests(requests: Any) -> Request:
+    made = list(requests)
+    return Request._of(made[0] if len(made) == 1 else _Together(made), message=False)
+
+
+WIN_NULL = Win()
