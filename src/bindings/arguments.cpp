@@ -183,6 +183,10 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
       if (is_complex) refuse();
       store(real());
       return true;
+    case ElementType::LongDouble:
+      if (is_complex) refuse();
+      store(static_cast<long double>(real()));
+      return true;
     case ElementType::Complex64:
     case ElementType::Complex128: {
       if (is_bool) refuse();

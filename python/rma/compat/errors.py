@@ -92,6 +92,10 @@ class Exception(builtins.RuntimeError):  # noqa: A001 - mpi4py's name: MPI.Excep
         return self.error_code
 
 
+class ArgumentError(ValueError):
+    """A buffer or count that mpi4py itself refuses before calling MPI (a ValueError there too)."""
+
+
 def error_class_of(exc: BaseException) -> int:
     """The MPI error class closest to what an rma exception says."""
     text = str(exc)
@@ -120,7 +124,7 @@ def translated(function: _F) -> _F:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except Exception:
+        except (Exception, ArgumentError):
             raise
         except (_rma_errors.RMAError, TypeError, ValueError, IndexError) as exc:
             raise Exception(error_class_of(exc), str(exc)) from exc

@@ -9,6 +9,7 @@ import numpy as np
 
 from .errors import ERR_ARG, ERR_BUFFER
 from .errors import Exception as MPIException
+from .foreign import cuda_interface_array, dlpack_array
 
 __all__ = ["buffer", "memory", "Alloc_mem", "Free_mem", "Get_address", "BOTTOM", "IN_PLACE", "bytes_of"]
 
@@ -59,6 +60,9 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
     def readonly(self) -> bool:
         return not self.flags.writeable
 
+    def __bool__(self) -> bool:
+        return self.size > 0  # (as mpi4py's: a buffer is true when it holds bytes)
+
     def release(self) -> None:
         """Nothing to give back early: the memory goes when the last view of it goes."""
 
@@ -92,6 +96,8 @@ def Get_address(location: Any) -> int:  # noqa: N802
     """Return the address of the first byte of a buffer (MPI_Get_address)."""
     if isinstance(location, _Bottom):
         return 0
+    if isinstance(location, buffer):
+        return location.address  # (an empty one is at NULL, as MPI's)
     data = bytes_of(location, writable=False, call="MPI.Get_address")
     return int(data.__array_interface__["data"][0]) if data.size else _empty_address(location)
 
@@ -123,8 +129,13 @@ def bytes_of(obj: Any, *, writable: bool, call: str) -> np.ndarray:
 
 
 def _from_other_protocols(obj: Any, call: str) -> np.ndarray:
-    if hasattr(obj, "__dlpack__"):
-        return np.from_dlpack(obj)
+    try:
+        if hasattr(obj, "__cuda_array_interface__"):
+            return cuda_interface_array(obj)
+        if hasattr(obj, "__dlpack__"):
+            return dlpack_array(obj)
+    except TypeError as exc:
+        raise MPIException(ERR_BUFFER, f"rma.compat: {call}: {type(obj).__name__}: {exc}") from None
     if hasattr(obj, "__array_interface__"):
         return np.asarray(obj)
     raise MPIException(ERR_BUFFER, f"rma.compat: {call}: expected a buffer, not {type(obj).__name__}")

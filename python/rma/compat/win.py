@@ -34,7 +34,7 @@ from .constants import (
 )
 from .datatypes import Datatype
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, translated
+from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, ArgumentError, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info, hints_of
@@ -168,6 +168,7 @@ class Win(NotCovered):
     ) -> None:
         window = self._open("Fetch_and_op")
         data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
+        _one_each("Fetch_and_op", data, into)
         disp = self._byte_disp(target_rank, target_disp, "Fetch_and_op")
         window.fetch_and_op(data, into, target_rank, disp, op._window_op("Fetch_and_op"))
 
@@ -179,6 +180,7 @@ class Win(NotCovered):
         data = origin_elements(origin, "Win.Compare_and_swap")
         expected = origin_elements(compare, "Win.Compare_and_swap")
         into = result_elements(result, "Win.Compare_and_swap")
+        _one_each("Compare_and_swap", data, expected, into)
         disp = self._byte_disp(target_rank, target_disp, "Compare_and_swap")
         window.compare_and_swap(data, expected, into, target_rank, disp)
 
@@ -462,6 +464,15 @@ def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
             datatype = Datatype.fromcode(datatype)
         return int(disp), None if count is None else int(count), datatype
     return int(target), None, None
+
+
+def _one_each(call: str, *buffers: np.ndarray) -> None:
+    """Fetch_and_op and Compare_and_swap move one element: each buffer holds one, of one type."""
+    if any(b.size != 1 for b in buffers) or len({b.dtype for b in buffers}) != 1:
+        described = ", ".join(f"{b.size} x {b.dtype}" for b in buffers)
+        raise ArgumentError(
+            f"rma.compat: Win.{call}: each buffer must hold one element of the same datatype, not {described}"
+        )
 
 
 def _itemsize(datatype: Datatype | None, itemsize: int) -> int:

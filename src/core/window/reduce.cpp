@@ -181,6 +181,7 @@ void dispatch(ElementType type, F&& f) {
     case ElementType::Float64: return f(double{});
     case ElementType::Complex64: return f(std::complex<float>{});
     case ElementType::Complex128: return f(std::complex<double>{});
+    case ElementType::LongDouble: return f(0.0L);
     case ElementType::Bytes: break;
   }
   throw UsageError("rma: " + describe(type) + " elements take only REPLACE and NO_OP");
@@ -205,7 +206,7 @@ bool lock_free_type(ElementType type) {
 bool op_fits(ReduceOp op, ElementType type) {
   if (op == ReduceOp::Replace || op == ReduceOp::NoOp) return true;
   bool is_bool = type == ElementType::Bool;
-  bool is_float = type == ElementType::Float32 || type == ElementType::Float64;
+  bool is_float = type == ElementType::Float32 || type == ElementType::Float64 || type == ElementType::LongDouble;
   bool is_complex = type == ElementType::Complex64 || type == ElementType::Complex128;
   bool is_integer = !is_bool && !is_float && !is_complex && type != ElementType::Bytes;
   switch (op) {
@@ -225,7 +226,7 @@ bool op_fits(ReduceOp op, ElementType type) {
 
 bool compare_fits(ElementType type) {
   return type != ElementType::Bytes && type != ElementType::Float32 && type != ElementType::Float64 &&
-         type != ElementType::Complex64 && type != ElementType::Complex128;
+         type != ElementType::Complex64 && type != ElementType::Complex128 && type != ElementType::LongDouble;
 }
 
 std::string describe(ReduceOp op) {
