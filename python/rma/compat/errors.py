@@ -114,19 +114,29 @@ def error_class_of(exc: BaseException) -> int:
     return ERR_OTHER
 
 
+# What a facade call turns into MPI.Exception: rma's own errors and its argument checks.
+TRANSLATED = (_rma_errors.RMAError, TypeError, ValueError, IndexError)
+
+
+def as_mpi(exc: BaseException) -> BaseException:
+    """The exception a facade call raises for `exc`: MPI.Exception with rma's text, except
+    for the facade's own MPI.Exception and ArgumentError (mpi4py's ValueError), kept as they are."""
+    if isinstance(exc, (Exception, ArgumentError)):
+        return exc
+    return Exception(error_class_of(exc), str(exc))
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def translated(function: _F) -> _F:
-    """Wrap a facade call so that rma's errors come out as MPI.Exception (with rma's text)."""
+    """Wrap a facade call so that rma's errors come out as MPI.Exception (as_mpi)."""
 
     @wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except (Exception, ArgumentError):
-            raise
-        except (_rma_errors.RMAError, TypeError, ValueError, IndexError) as exc:
-            raise Exception(error_class_of(exc), str(exc)) from exc
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
     return call  # type: ignore[return-value]

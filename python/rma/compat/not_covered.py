@@ -1,22 +1,34 @@
-"""What the mpi4py facade answers for a call it does not cover: NotImplementedError naming the
-call (also an AttributeError, so that hasattr() and getattr(obj, name, default) behave)."""
+"""What the mpi4py facade answers for a call of mpi4py it does not cover: NotImplementedError
+naming the call (also an AttributeError, so that hasattr() and getattr(obj, name, default)
+behave). The names are listed per class and installed as attributes that raise when read: a
+class-level __getattr__ would do the same, but it slows every attribute access of the class."""
 
 from __future__ import annotations
 
-__all__ = ["NotCoveredError", "NotCovered"]
+from typing import Any
+
+__all__ = ["NotCoveredError", "refuse"]
 
 
 class NotCoveredError(NotImplementedError, AttributeError):
     """An mpi4py call that rma.compat does not provide."""
 
 
-class NotCovered:
-    """Base of the facade's classes: an mpi4py method name they lack raises NotCoveredError."""
+class _Refused:
+    """An attribute that raises NotCoveredError when read, naming the class and the call."""
 
-    def __getattr__(self, name: str):
-        if name[:1].isupper():
-            raise NotCoveredError(
-                f"rma.compat: {type(self).__name__}.{name} is not covered by rma's mpi4py facade "
-                "(see the porting guide for what is)"
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    def __init__(self, owner: str, name: str) -> None:
+        self._what = f"{owner}.{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        raise NotCoveredError(
+            f"rma.compat: {self._what} is not covered by rma's mpi4py facade (the porting guide lists what is)"
+        )
+
+
+def refuse(cls: type, names: str) -> None:
+    """Make each of the whitespace-separated mpi4py `names` of `cls` raise NotCoveredError."""
+    for name in names.split():
+        if name in cls.__dict__:
+            raise AssertionError(f"{cls.__name__}.{name} is covered: it must not be listed as refused")
+        setattr(cls, name, _Refused(cls.__name__, name))

@@ -34,21 +34,37 @@ from .constants import (
 )
 from .datatypes import Datatype
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, ArgumentError, translated
+from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, TRANSLATED, ArgumentError, as_mpi, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info, hints_of
 from .memory import BOTTOM, Get_address, buffer, bytes_of
-from .not_covered import NotCovered
+from .not_covered import refuse
 from .ops import SUM, Op
 from .requests import Request
 
 __all__ = ["Win", "WIN_NULL"]
 
+
+class _NullWindow:
+    """What a null or freed MPI.Win calls into: every call raises, naming it (so the calls
+    programs make in loops need no check of their own)."""
+
+    def __getattr__(self, name: str) -> Any:
+        def refuse(*args: Any, **kwargs: Any) -> None:
+            call = name[:1].upper() + name[1:]  # (rma's win.flush_all is mpi4py's Win.Flush_all)
+            raise MPIException(ERR_WIN, f"rma.compat: Win.{call}: the window is MPI.WIN_NULL (freed or never made)")
+
+        return refuse
+
+
+_NULL_WINDOW = _NullWindow()
+_ndarray = np.ndarray  # (read in the calls' fast path: a module global is one lookup)
+
 _LOCK_TYPES = {LOCK_EXCLUSIVE: _rma.LOCK_EXCLUSIVE, LOCK_SHARED: _rma.LOCK_SHARED}
 
 
-class Win(NotCovered):
+class Win:
     """A window of memory that the ranks of a communicator expose to each other (MPI_Win)."""
 
     def __init__(self, win: Win | None = None) -> None:
@@ -57,7 +73,7 @@ class Win(NotCovered):
         self._adopt(win)
 
     def _adopt(self, win: Win | None) -> None:
-        self._win: _rma.Window | None = win._win if win is not None else None
+        self._win: Any = win._win if win is not None else _NULL_WINDOW
         self._comm: Comm | None = win._comm if win is not None else None
         self._flavor = win._flavor if win is not None else 0
         self._memory = win._memory if win is not None else buffer()
@@ -130,27 +146,40 @@ class Win(NotCovered):
 
     # ---- communication ----
 
-    @translated
     def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
-        window = self._open("Put")
-        data = origin_elements(origin, "Win.Put")
-        for first, count, disp in self._runs(target_rank, target, data, "Put"):
-            window.put(data[first : first + count], target_rank, disp)
+        try:
+            # The common case first: an array, and a target that is only a displacement.
+            if type(origin) is _ndarray and (target is None or type(target) is int):
+                self._win.put(origin, target_rank, self._byte_disp(target_rank, target) if target else 0)
+                return
+            data = origin_elements(origin, "Win.Put")
+            for first, count, disp in self._runs(target_rank, target, data, "Put"):
+                self._win.put(data[first : first + count], target_rank, disp)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
-        window = self._open("Get")
-        data = result_elements(origin, "Win.Get")
-        for first, count, disp in self._runs(target_rank, target, data, "Get"):
-            window.get(data[first : first + count], target_rank, disp)
+        try:
+            if type(origin) is _ndarray and (target is None or type(target) is int) and origin.flags.c_contiguous:
+                self._win.get(origin, target_rank, self._byte_disp(target_rank, target) if target else 0)
+                return
+            data = result_elements(origin, "Win.Get")
+            for first, count, disp in self._runs(target_rank, target, data, "Get"):
+                self._win.get(data[first : first + count], target_rank, disp)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Accumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> None:  # noqa: N802
-        window = self._open("Accumulate")
-        data = origin_elements(origin, "Win.Accumulate")
-        rma_op = op._window_op("Accumulate")
-        for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
-            window.accumulate(data[first : first + count], target_rank, disp, rma_op)
+        try:
+            rma_op = op._window_op("Accumulate")
+            if type(origin) is _ndarray and (target is None or type(target) is int):
+                self._win.accumulate(origin, target_rank, self._byte_disp(target_rank, target) if target else 0, rma_op)
+                return
+            data = origin_elements(origin, "Win.Accumulate")
+            for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
+                self._win.accumulate(data[first : first + count], target_rank, disp, rma_op)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
     @translated
     def Get_accumulate(  # noqa: N802
@@ -162,27 +191,38 @@ class Win(NotCovered):
         for first, count, disp in self._runs(target_rank, target, into, "Get_accumulate"):
             window.get_accumulate(data[first : first + count], into[first : first + count], target_rank, disp, rma_op)
 
-    @translated
     def Fetch_and_op(  # noqa: N802
         self, origin: Any, result: Any, target_rank: int, target_disp: int = 0, op: Op = SUM
     ) -> None:
-        window = self._open("Fetch_and_op")
-        data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
-        _one_each("Fetch_and_op", data, into)
-        disp = self._byte_disp(target_rank, target_disp, "Fetch_and_op")
-        window.fetch_and_op(data, into, target_rank, disp, op._window_op("Fetch_and_op"))
+        try:
+            rma_op = op._window_op("Fetch_and_op")
+            disp = self._byte_disp(target_rank, target_disp) if target_disp else 0
+            if type(origin) is _ndarray and type(result) is _ndarray:
+                data, into = origin, result
+            else:
+                data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
+            if not (data.size == into.size == 1 and data.dtype is into.dtype):  # (the quick check first)
+                _one_each("Fetch_and_op", data, into)
+            self._win.fetch_and_op(data, into, target_rank, disp, rma_op)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Compare_and_swap(  # noqa: N802
         self, origin: Any, compare: Any, result: Any, target_rank: int, target_disp: int = 0
     ) -> None:
-        window = self._open("Compare_and_swap")
-        data = origin_elements(origin, "Win.Compare_and_swap")
-        expected = origin_elements(compare, "Win.Compare_and_swap")
-        into = result_elements(result, "Win.Compare_and_swap")
-        _one_each("Compare_and_swap", data, expected, into)
-        disp = self._byte_disp(target_rank, target_disp, "Compare_and_swap")
-        window.compare_and_swap(data, expected, into, target_rank, disp)
+        try:
+            disp = self._byte_disp(target_rank, target_disp) if target_disp else 0
+            if type(origin) is _ndarray and type(compare) is _ndarray and type(result) is _ndarray:
+                data, expected, into = origin, compare, result
+            else:
+                data = origin_elements(origin, "Win.Compare_and_swap")
+                expected = origin_elements(compare, "Win.Compare_and_swap")
+                into = result_elements(result, "Win.Compare_and_swap")
+            if not (data.size == expected.size == into.size == 1 and data.dtype is expected.dtype is into.dtype):
+                _one_each("Compare_and_swap", data, expected, into)
+            self._win.compare_and_swap(data, expected, into, target_rank, disp)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
     @translated
     def Rput(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
@@ -221,72 +261,104 @@ class Win(NotCovered):
         )
 
     # ---- synchronization ----
+    # (The calls that programs make in loops translate rma's errors in place, not through the
+    # `translated` wrapper, whose extra call would cost more than the rest of the facade.)
 
-    @translated
     def Fence(self, assertion: int = 0) -> None:  # noqa: N802
-        self._open("Fence").fence(assertion)
+        try:
+            self._win.fence(assertion)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Start(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
-        self._open("Start").start(self._ranks_of(group), assertion)
+        try:
+            self._win.start(self._ranks_of(group), assertion)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Complete(self) -> None:  # noqa: N802
-        self._open("Complete").complete()
+        try:
+            self._win.complete()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Post(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
-        self._open("Post").post(self._ranks_of(group), assertion)
+        try:
+            self._win.post(self._ranks_of(group), assertion)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Wait(self) -> bool:  # noqa: N802
-        self._open("Wait").wait()
+        try:
+            self._win.wait()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
         return True
 
-    @translated
     def Test(self) -> bool:  # noqa: N802
-        return self._open("Test").test()
+        try:
+            return self._win.test()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:  # noqa: N802
-        if lock_type not in _LOCK_TYPES:
+        try:
+            self._win.lock(rank, _LOCK_TYPES[lock_type], assertion)
+        except KeyError:
             raise MPIException(
                 ERR_LOCKTYPE,
                 f"rma.compat: Win.Lock: lock_type must be MPI.LOCK_EXCLUSIVE or MPI.LOCK_SHARED, not {lock_type!r}",
-            )
-        self._open("Lock").lock(rank, _LOCK_TYPES[lock_type], assertion)
+            ) from None
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Unlock(self, rank: int) -> None:  # noqa: N802
-        self._open("Unlock").unlock(rank)
+        try:
+            self._win.unlock(rank)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Lock_all(self, assertion: int = 0) -> None:  # noqa: N802
-        self._open("Lock_all").lock_all(assertion)
+        try:
+            self._win.lock_all(assertion)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Unlock_all(self) -> None:  # noqa: N802
-        self._open("Unlock_all").unlock_all()
+        try:
+            self._win.unlock_all()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Flush(self, rank: int) -> None:  # noqa: N802
-        self._open("Flush").flush(rank)
+        try:
+            self._win.flush(rank)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Flush_all(self) -> None:  # noqa: N802
-        self._open("Flush_all").flush_all()
+        try:
+            self._win.flush_all()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Flush_local(self, rank: int) -> None:  # noqa: N802
-        self._open("Flush_local").flush_local(rank)
+        try:
+            self._win.flush_local(rank)
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Flush_local_all(self) -> None:  # noqa: N802
-        self._open("Flush_local_all").flush_local_all()
+        try:
+            self._win.flush_local_all()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
-    @translated
     def Sync(self) -> None:  # noqa: N802
-        self._open("Sync").sync()
+        try:
+            self._win.sync()
+        except TRANSLATED as exc:
+            raise as_mpi(exc) from None
 
     # ---- memory, attributes, names ----
 
@@ -374,7 +446,7 @@ class Win(NotCovered):
     # ---- helpers ----
 
     def _open(self, call: str) -> _rma.Window:
-        if self._win is None:
+        if self._win is _NULL_WINDOW:
             raise MPIException(ERR_WIN, f"rma.compat: Win.{call}: the window is MPI.WIN_NULL (freed or never made)")
         return self._win
 
@@ -383,19 +455,19 @@ class Win(NotCovered):
             return list(group)  # (a plain list of ranks, as rma takes)
         return group._ranks_in(self._comm._members())
 
-    def _unit(self, rank: int) -> int:
-        return 1 if rank == PROC_NULL or self._flavor == WIN_FLAVOR_DYNAMIC else self._units[rank]
-
-    def _byte_disp(self, rank: int, disp: int, call: str) -> int:
-        if rank != PROC_NULL and not 0 <= rank < len(self._units):
-            return 0  # (rma names the bad rank)
-        return disp * self._unit(rank)
+    def _byte_disp(self, rank: int, disp: int | None) -> int:
+        """A displacement in the target's disp_unit as the bytes the window underneath counts."""
+        if not disp:
+            return 0
+        if rank == PROC_NULL or self._flavor == WIN_FLAVOR_DYNAMIC or not 0 <= rank < len(self._units):
+            return disp  # (a bad rank: rma names it)
+        return disp * self._units[rank]
 
     def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
         """The rma calls a target specification makes: (first element of data, elements, byte
         displacement) for each contiguous run of the target's layout."""
         disp, count, datatype = _target(target, call)
-        base = self._byte_disp(rank, disp, call)
+        base = self._byte_disp(rank, disp)
         itemsize = data.dtype.itemsize
         if datatype is None:
             count = data.size if count is None else count
@@ -440,13 +512,13 @@ class Win(NotCovered):
         return id(self._win)
 
     def __bool__(self) -> bool:
-        return self._win is not None
+        return self._win is not _NULL_WINDOW
 
     def __reduce__(self):
         raise ValueError("rma.compat: a window cannot be pickled: it belongs to one process")
 
     def __repr__(self) -> str:
-        return "<MPI.Win WIN_NULL>" if self._win is None else f"<MPI.Win over {self._win!r}>"
+        return "<MPI.Win WIN_NULL>" if self._win is _NULL_WINDOW else f"<MPI.Win over {self._win!r}>"
 
 
 def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
@@ -468,11 +540,13 @@ def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
 
 def _one_each(call: str, *buffers: np.ndarray) -> None:
     """Fetch_and_op and Compare_and_swap move one element: each buffer holds one, of one type."""
-    if any(b.size != 1 for b in buffers) or len({b.dtype for b in buffers}) != 1:
-        described = ", ".join(f"{b.size} x {b.dtype}" for b in buffers)
-        raise ArgumentError(
-            f"rma.compat: Win.{call}: each buffer must hold one element of the same datatype, not {described}"
-        )
+    dtype = buffers[0].dtype
+    for buffer_ in buffers:
+        if buffer_.size != 1 or buffer_.dtype != dtype:
+            described = ", ".join(f"{b.size} x {b.dtype}" for b in buffers)
+            raise ArgumentError(
+                f"rma.compat: Win.{call}: each buffer must hold one element of the same datatype, not {described}"
+            )
 
 
 def _itemsize(datatype: Datatype | None, itemsize: int) -> int:
@@ -518,5 +592,8 @@ def _requests(requests: Any) -> Request:
     made = list(requests)
     return Request._of(made[0] if len(made) == 1 else _Together(made), message=False)
 
+
+# mpi4py's window calls that the facade does not cover.
+refuse(Win, "Set_attr Delete_attr Create_keyval Free_keyval Call_errhandler Create_errhandler f2py py2f fromhandle")
 
 WIN_NULL = Win()
