@@ -79,6 +79,9 @@ class Win:
         self._memory = win._memory if win is not None else buffer()
         self._base = win._base if win is not None else 0
         self._units: list[int] = win._units if win is not None else []
+        # Bytes per displacement unit of each rank that takes displacements in units (not a
+        # dynamic window's, which are addresses): what the windows underneath count in is bytes.
+        self._scale: dict[int, int] = win._scale if win is not None else {}
         self._name = win._name if win is not None else "MPI_WIN_NULL"
         self._errhandler = Errhandler(ERRORS_RETURN)
 
@@ -128,6 +131,7 @@ class Win:
         win._memory = local.view(buffer)
         # Every rank's unit, for displacements aimed at it (the windows underneath count bytes).
         win._units = [unit] if comm._base.size == 1 else comm._base.allgather(unit)
+        win._scale = {} if flavor == WIN_FLAVOR_DYNAMIC else dict(enumerate(win._units))
         win._name = ""
         return win
 
@@ -150,7 +154,7 @@ class Win:
         try:
             # The common case first: an array, and a target that is only a displacement.
             if type(origin) is _ndarray and (target is None or type(target) is int):
-                self._win.put(origin, target_rank, self._byte_disp(target_rank, target) if target else 0)
+                self._win.put(origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0)
                 return
             data = origin_elements(origin, "Win.Put")
             for first, count, disp in self._runs(target_rank, target, data, "Put"):
@@ -161,7 +165,7 @@ class Win:
     def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
         try:
             if type(origin) is _ndarray and (target is None or type(target) is int) and origin.flags.c_contiguous:
-                self._win.get(origin, target_rank, self._byte_disp(target_rank, target) if target else 0)
+                self._win.get(origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0)
                 return
             data = result_elements(origin, "Win.Get")
             for first, count, disp in self._runs(target_rank, target, data, "Get"):
@@ -173,7 +177,9 @@ class Win:
         try:
             rma_op = op._window_op("Accumulate")
             if type(origin) is _ndarray and (target is None or type(target) is int):
-                self._win.accumulate(origin, target_rank, self._byte_disp(target_rank, target) if target else 0, rma_op)
+                self._win.accumulate(
+                    origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0, rma_op
+                )
                 return
             data = origin_elements(origin, "Win.Accumulate")
             for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
@@ -196,7 +202,7 @@ class Win:
     ) -> None:
         try:
             rma_op = op._window_op("Fetch_and_op")
-            disp = self._byte_disp(target_rank, target_disp) if target_disp else 0
+            disp = target_disp * self._scale.get(target_rank, 1) if target_disp else 0
             if type(origin) is _ndarray and type(result) is _ndarray:
                 data, into = origin, result
             else:
@@ -211,7 +217,7 @@ class Win:
         self, origin: Any, compare: Any, result: Any, target_rank: int, target_disp: int = 0
     ) -> None:
         try:
-            disp = self._byte_disp(target_rank, target_disp) if target_disp else 0
+            disp = target_disp * self._scale.get(target_rank, 1) if target_disp else 0
             if type(origin) is _ndarray and type(compare) is _ndarray and type(result) is _ndarray:
                 data, expected, into = origin, compare, result
             else:
@@ -456,12 +462,9 @@ class Win:
         return group._ranks_in(self._comm._members())
 
     def _byte_disp(self, rank: int, disp: int | None) -> int:
-        """A displacement in the target's disp_unit as the bytes the window underneath counts."""
-        if not disp:
-            return 0
-        if rank == PROC_NULL or self._flavor == WIN_FLAVOR_DYNAMIC or not 0 <= rank < len(self._units):
-            return disp  # (a bad rank: rma names it)
-        return disp * self._units[rank]
+        """A displacement in the target's disp_unit as the bytes the window underneath counts
+        (PROC_NULL or a bad rank: as it is, and rma names the bad rank)."""
+        return disp * self._scale.get(rank, 1) if disp else 0
 
     def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
         """The rma calls a target specification makes: (first element of data, elements, byte
