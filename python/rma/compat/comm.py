@@ -15,7 +15,7 @@ from .._job import join as _join
 from .buffers import origin_elements, result_elements
 from .constants import ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_COMM, translated
+from .errors import ERR_ARG, ERR_COMM, TRANSLATED, as_mpi, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import Info
@@ -151,9 +151,11 @@ class Comm:
 
     # ---- object calls (pickled Python objects) ----
 
-    @translated
     def Barrier(self) -> None:  # noqa: N802
-        self._base.barrier()
+        try:
+            self._base.barrier()
+        except TRANSLATED as exc:  # (in place, not through `translated`: a barrier is called in loops)
+            raise as_mpi(exc) from None
 
     barrier = Barrier
 

@@ -82,6 +82,7 @@ class Win:
         # Bytes per displacement unit of each rank that takes displacements in units (not a
         # dynamic window's, which are addresses): what the windows underneath count in is bytes.
         self._scale: dict[int, int] = win._scale if win is not None else {}
+        self._position: dict[int, int] = win._position if win is not None else {}
         self._name = win._name if win is not None else "MPI_WIN_NULL"
         self._errhandler = Errhandler(ERRORS_RETURN)
 
@@ -132,6 +133,7 @@ class Win:
         # Every rank's unit, for displacements aimed at it (the windows underneath count bytes).
         win._units = [unit] if comm._base.size == 1 else comm._base.allgather(unit)
         win._scale = {} if flavor == WIN_FLAVOR_DYNAMIC else dict(enumerate(win._units))
+        win._position = {world: rank for rank, world in enumerate(comm._members())}  # world rank -> rank
         win._name = ""
         return win
 
@@ -457,9 +459,13 @@ class Win:
         return self._win
 
     def _ranks_of(self, group: Group) -> list[int]:
-        if not isinstance(group, Group):
+        """A group's processes as ranks of the window's communicator (for Start and Post)."""
+        if type(group) is not Group:
             return list(group)  # (a plain list of ranks, as rma takes)
-        return group._ranks_in(self._comm._members())
+        try:
+            return [self._position[world] for world in group._world]
+        except KeyError:
+            return group._ranks_in(self._comm._members())  # (which names the stranger)
 
     def _byte_disp(self, rank: int, disp: int | None) -> int:
         """A displacement in the target's disp_unit as the bytes the window underneath counts
