@@ -27,7 +27,7 @@ enum class ElementType : uint8_t {
   Complex64,
   Complex128,
   LongDouble,  // C's long double (NumPy's longdouble): MPI_LONG_DOUBLE; never lock-free
-  Bytes  // Bytes: any other fixed-size type, for put/get/REPLACE/NO_OP only
+  Bytes        // Bytes: any other fixed-size type, for put/get/REPLACE/NO_OP only
 };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor, Replace, NoOp };
@@ -37,8 +37,8 @@ enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor,
 inline constexpr std::array<const char*, 12> kReduceOpNames = {"SUM",  "PROD", "MIN", "MAX",  "LAND",    "LOR",
                                                                "LXOR", "BAND", "BOR", "BXOR", "REPLACE", "NO_OP"};
 inline constexpr std::array<const char*, 14> kElementTypeNames = {
-    "bool",  "int8",   "uint8",   "int16",     "uint16",     "int32",     "uint32",
-    "int64", "uint64", "float32", "float64",   "complex64",  "complex128", "longdouble"};
+    "bool",  "int8",   "uint8",   "int16",   "uint16",    "int32",      "uint32",
+    "int64", "uint64", "float32", "float64", "complex64", "complex128", "longdouble"};
 
 size_t element_size(ElementType type);  // 0 for Bytes (the caller's element size applies)
 // Which op applies to which type (MPI's rules): SUM, PROD on numbers; MIN, MAX on integers and
