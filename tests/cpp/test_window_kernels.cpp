@@ -102,6 +102,19 @@ int main() {
                  rma::apply_reduce(ReduceOp::Band, ElementType::Float64, 8, &x, &x, nullptr, 1));
   });
 
+  test::run("long double: the arithmetic ops, under the fallback lock (never lock-free)", [] {
+    long double values[2] = {1.5L, -2.0L}, operand[2] = {2.0L, 3.0L}, fetched[2] = {0, 0};
+    rma::apply_reduce(ReduceOp::Prod, ElementType::LongDouble, sizeof(long double), values, operand, fetched, 2);
+    CHECK(values[0] == 3.0L && values[1] == -6.0L && fetched[0] == 1.5L && fetched[1] == -2.0L);
+    rma::apply_reduce(ReduceOp::Max, ElementType::LongDouble, sizeof(long double), values, operand, nullptr, 2);
+    CHECK(values[0] == 3.0L && values[1] == 3.0L);
+    CHECK(rma::element_size(ElementType::LongDouble) == sizeof(long double));
+    CHECK(!rma::lock_free_type(ElementType::LongDouble));
+    CHECK(!rma::op_fits(ReduceOp::Band, ElementType::LongDouble) && !rma::compare_fits(ElementType::LongDouble));
+    CHECK_THROWS(rma::UsageError, "LOR does not apply to longdouble",
+                 rma::apply_reduce(ReduceOp::Lor, ElementType::LongDouble, 16, values, operand, nullptr, 1));
+  });
+
   test::run("compare and swap", [] {
     int16_t value = 4, expected = 4, desired = 9, seen = 0;
     rma::compare_and_swap(ElementType::Int16, &value, &expected, &desired, &seen);
