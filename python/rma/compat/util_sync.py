@@ -86,6 +86,14 @@ class Counter:
             window.fetch_and_op(operand, self._fetched, self._root, 0, _rma.SUM)
         return self._fetched[0].item()
 
+    def _compare_and_swap(self, expected: Any, desired: Any) -> Any:
+        """Set the counter to `desired` if it holds `expected`, atomically; return what it held."""
+        window = _open(self._window, "Counter")
+        values = np.array([desired, expected], self._dtype)
+        with window.lock(self._root, _rma.LOCK_SHARED):
+            window.compare_and_swap(values[:1], values[1:], self._fetched, self._root, 0)
+        return self._fetched[0].item()
+
     def free(self) -> None:
         """Free the counter (collective; again: nothing)."""
         if self._window is not None:
@@ -268,11 +276,16 @@ class Semaphore:
 
     def acquire(self, blocking: bool = True) -> bool:
         """Take one unit: wait for one, or with blocking=False only if one is free; say whether taken."""
+        # Compare-and-swap, so that no other rank ever sees the count pass through a value that
+        # no acquire or release gave it (a decrement undone later would show as one).
         pause = 0.0001
         while True:
-            if self._counter.next(-1) > 0:
-                return True
-            self._counter.next(+1)  # (none was free: the unit is given back)
+            value = self._counter.next(0)
+            while value > 0:
+                seen = self._counter._compare_and_swap(value, value - 1)
+                if seen == value:
+                    return True
+                value = seen
             if not blocking:
                 return False
             time.sleep(pause)  # (another rank's release ends the wait; it is polled, with backoff)
@@ -282,10 +295,14 @@ class Semaphore:
         """Give back `n` units."""
         if n < 1:
             raise ValueError(f"rma.compat: Semaphore.release: n must be >= 1, not {n}")
-        before = self._counter.next(n)
-        if self._bounded and before + n > self._value:
-            self._counter.next(-n)
-            raise ValueError("rma.compat: Semaphore.release: released too many times (bounded semaphore)")
+        value = self._counter.next(0)
+        while True:
+            if self._bounded and value + n > self._value:
+                raise ValueError("rma.compat: Semaphore.release: released too many times (bounded semaphore)")
+            seen = self._counter._compare_and_swap(value, value + n)
+            if seen == value:
+                return
+            value = seen
 
     def __enter__(self) -> Semaphore:
         self.acquire()
