@@ -4,7 +4,6 @@ lowercase object calls, Barrier, Split, Split_type, Dup, Get_group, Free."""
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,7 @@ import rma as _rma
 
 from .._job import join as _join
 from .buffers import origin_elements, result_elements
-from .constants import ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
+from .constants import ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
 from .errhandler import ERRORS_RETURN, Errhandler, checked
 from .errors import ERR_ARG, ERR_COMM, TRANSLATED, as_mpi, translated
 from .errors import Exception as MPIException
@@ -307,4 +306,3 @@ refuse(
 COMM_NULL = Intracomm()
 COMM_WORLD = Intracomm._of(None, "MPI_COMM_WORLD", "world")
 COMM_SELF = Intracomm._of(None, "MPI_COMM_SELF", "self")
-_ = (PROC_NULL, pickle)  # (re-exported names kept for readers of this module)

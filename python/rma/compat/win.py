@@ -103,7 +103,7 @@ class Win:
         window = _rma.Window.allocate(
             comm._base, _size(size, "Win.Allocate"), np.uint8, disp_unit=1, info=hints_of(info)
         )
-        return cls._made(window, comm, WIN_FLAVOR_ALLOCATE, window.local, _address(window.local), disp_unit)
+        return cls._made(window, comm, WIN_FLAVOR_ALLOCATE, window.local, window.local.view(buffer).address, disp_unit)
 
     @classmethod
     @translated
@@ -112,7 +112,7 @@ class Win:
         window = _rma.Window.allocate_shared(
             comm._base, _size(size, "Win.Allocate_shared"), np.uint8, info=hints_of(info)
         )
-        return cls._made(window, comm, WIN_FLAVOR_SHARED, window.local, _address(window.local), disp_unit)
+        return cls._made(window, comm, WIN_FLAVOR_SHARED, window.local, window.local.view(buffer).address, disp_unit)
 
     @classmethod
     @translated
@@ -477,17 +477,16 @@ class Win:
         displacement) for each contiguous run of the target's layout."""
         disp, count, datatype = _target(target, call)
         base = self._byte_disp(rank, disp)
-        itemsize = data.dtype.itemsize
         if datatype is None:
             count = data.size if count is None else count
-            if count * _itemsize(datatype, itemsize) != data.nbytes:
+            if count != data.size:
                 raise MPIException(
                     ERR_ARG, f"rma.compat: Win.{call}: the target holds {count} elements, the origin {data.size}"
                 )
             return [(0, data.size, base)]
         count = 1 if count is None else count
         runs, first = [], 0
-        size = datatype.basic.itemsize
+        size, itemsize = datatype.basic.itemsize, data.dtype.itemsize
         for offset, elements in datatype.blocks(count):
             nbytes = elements * size
             if nbytes % itemsize:
@@ -558,10 +557,6 @@ def _one_each(call: str, *buffers: np.ndarray) -> None:
             )
 
 
-def _itemsize(datatype: Datatype | None, itemsize: int) -> int:
-    return itemsize if datatype is None else datatype.basic.itemsize
-
-
 def _empty_spec(spec: Any) -> bool:
     try:
         return origin_elements(spec, "Win").size == 0
@@ -577,10 +572,6 @@ def _size(value: Any, call: str) -> int:
     if size < 0:
         raise MPIException(ERR_ARG, f"rma.compat: {call}: {size} is negative")
     return size
-
-
-def _address(array: np.ndarray) -> int:
-    return int(array.__array_interface__["data"][0]) if array.size else 0
 
 
 class _Together:
