@@ -35,7 +35,7 @@ CASES = HERE / "cases.py"
 MPI_SYSTEMS = {"mpi4py+MPICH": "mpich", "mpi4py+Open MPI": "openmpi"}
 CORE = "rma C++ core"
 # The mpi4py code of cases.py run unchanged on rma's mpi4py facade (rmarun --mpi4py): what the
-# facade costs over rma's own API is the ratio of this column to rma's.
+# facade costs over rma's own API, per call, is measured in one process by bench/facade_cost.py.
 COMPAT = "rma.compat"
 C_COLUMNS = {"mpich": "C MPICH", "openmpi": "C Open MPI"}  # the same cases in C, without Python
 BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
@@ -165,6 +165,25 @@ def c_mpi_bench(python: Path, package: str) -> list[dict]:
     return run_job(launcher + [str(binary)])
 
 
+def facade_cost() -> dict[str, dict[str, float]]:
+    """What rma.compat costs per call over rma's own calls, in one process (bench/facade_cost.py)."""
+    command = [sys.executable, "-m", "rma", "-n", "1", sys.executable, str(HERE / "facade_cost.py"), "--json"]
+    return run_job(command)[0]
+
+
+def facade_table(facade: dict[str, dict[str, float]]) -> str:
+    lines = [
+        "\n### What the mpi4py facade costs per call\n",
+        "bench/facade_cost.py, one process: rma's own call and rma.compat's MPI.Win call on the same "
+        "window, in alternating rounds (median us per call); the goal is at most 0.1 us.\n",
+        "| call | rma | rma.compat | cost |",
+        "| --- | --- | --- | --- |",
+    ]
+    for call, row in facade.items():
+        lines.append(f"| {call} | {row['rma']:.3f} us | {row['compat']:.3f} us | {row['cost']:+.3f} us |")
+    return "\n".join(lines) + "\n"
+
+
 def memcpy_ceiling(sizes: list[int]) -> dict[int, float]:
     """Seconds to copy `size` bytes within this process (the best any system could do)."""
     ceiling = {}
@@ -251,13 +270,14 @@ def main() -> None:
     for column, (python, package) in c_systems.items():
         for result in c_mpi_bench(python, package):
             values.setdefault((result["case"], result["size"], column), []).append(result["value"])
+    facade = facade_cost()
     sizes = sorted({size for (_, size, _) in values})
     ceiling = memcpy_ceiling(sizes)
-    write_results(values, ceiling, list(systems))
+    write_results(values, ceiling, list(systems), facade)
     say(f"done in {time.monotonic() - began:.0f} s: {RESULTS}/results.md, results.csv, latency.png, bandwidth.png")
 
 
-def write_results(values, ceiling, names) -> None:
+def write_results(values, ceiling, names, facade) -> None:
     rows = []
     mpis = [n for n in names if n not in ("rma", COMPAT)]
     cases = sorted({case for (case, _, _) in values}, key=_order)
@@ -293,6 +313,7 @@ def write_results(values, ceiling, names) -> None:
         writer.writerows(rows)
     with open(RESULTS / "results.md", "w") as out:
         out.write(markdown_table(rows, names, mpis))
+        out.write(facade_table(facade))
     plot(rows, names)
 
 

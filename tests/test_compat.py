@@ -194,6 +194,145 @@ def test_object_calls_and_requests(comm):
     halves.Free()
 
 
+@pytest.mark.rma(**EVERYWHERE)
+def test_the_compiled_calls_agree_with_the_general_path(comm):
+    """MPI.Win's data and synchronization calls are compiled for plain arrays and positional
+    arguments (src/bindings/facade_window.cpp); every other form goes through Python. Both
+    must scale a displacement by the target's own disp_unit (different on each rank here),
+    move the same data, and return what mpi4py returns."""
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    unit = 4 if rank % 2 == 0 else 8
+    win = MPI.Win.Allocate(64, unit, comm=world)
+    memory = np.frombuffer(win.tomemory(), np.uint8)
+    right_unit = 4 if right % 2 == 0 else 8
+
+    assert win.Fence() is None
+    win.Put(np.array([rank + 1], np.int32), right, 2)  # compiled: bytes 2 * unit(right)
+    win.Put(origin=np.array([rank + 101], np.int32), target_rank=right, target=3)  # keywords too
+    with pytest.raises(TypeError):
+        win.Put(np.zeros(1, np.int32), right, 3, bogus=1)  # (Python's own error, from the Python path)
+    win.Fence(0)
+    mine = 4 if rank % 2 == 0 else 8
+    assert memory[2 * mine : 2 * mine + 4].view(np.int32)[0] == left + 1
+    assert memory[3 * mine : 3 * mine + 4].view(np.int32)[0] == left + 101
+    got, got_too = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    win.Get(got, right, 2)
+    win.Get([got_too, MPI.INT], right, 3)  # a buffer specification: Python
+    win.Fence(assertion=0)
+    assert (got[0], got_too[0]) == (rank + 1, rank + 101)
+
+    win.Lock(right, lock_type=MPI.LOCK_SHARED)
+    counter, old = np.array([5], np.int64), np.zeros(1, np.int64)
+    target = 32 // right_unit  # byte 32 of the right neighbour's memory (past the puts above)
+    win.Accumulate(counter, right, target, op=MPI.SUM)
+    win.Flush(right)
+    win.Fetch_and_op(counter, old, right, target)
+    win.Flush_local(right)
+    win.Get_accumulate(counter, old, right, target, MPI.NO_OP)
+    win.Flush_all()
+    fetched = old[0]
+    win.Compare_and_swap(np.array([-1], np.int64), np.array([10], np.int64), old, right, target)
+    win.Flush_local_all()
+    assert win.Unlock(right) is None
+    world.Barrier()
+    win.Lock(rank)  # MPI's default lock type: exclusive
+    value = memory[32:40].view(np.int64)[0]
+    win.Sync()
+    win.Unlock(rank)
+    assert fetched == 10 and old[0] == 10 and value == -1
+
+    group = win.Get_group()
+    win.Post(group)
+    win.Start(group)
+    win.Complete()
+    assert win.Wait() is True
+    win.Lock_all()
+    win.Unlock_all()
+
+    with pytest.raises(MPI.Exception) as beyond:
+        win.Get(np.zeros(1, np.int32), right, 1 << 40)  # compiled: rma's range check, translated
+    assert beyond.value.Get_error_class() == MPI.ERR_RMA_SYNC  # (no epoch: that comes first)
+    win.Lock_all()
+    with pytest.raises(MPI.Exception) as beyond:
+        win.Get(np.zeros(1, np.int32), right, 1 << 40)
+    assert beyond.value.Get_error_class() == MPI.ERR_RMA_RANGE and "rma: win.get" in str(beyond.value)
+    with pytest.raises(MPI.Exception):
+        win.Put(np.zeros(1, np.int32), right, 1 << 62)  # bytes beyond int64: the Python path says so
+    with pytest.raises(MPI.Exception) as bad_rank:
+        win.Fetch_and_op(counter, old, size, 0)
+    assert bad_rank.value.Get_error_class() == MPI.ERR_RANK
+    with pytest.raises(MPI.Exception) as locked:
+        win.Lock(right)  # already in a lock_all epoch
+    assert locked.value.Get_error_class() == MPI.ERR_RMA_SYNC
+    win.Unlock_all()
+    with pytest.raises(MPI.Exception) as lock_type:
+        win.Lock(right, 3)
+    assert lock_type.value.Get_error_class() == MPI.ERR_LOCKTYPE
+    win.Free()
+    for call in (
+        lambda: win.Put(counter, right),
+        lambda: win.Get(counter, right),
+        lambda: win.Accumulate(counter, right),
+        lambda: win.Get_accumulate(counter, old, right),
+        lambda: win.Fetch_and_op(counter, old, right),
+        lambda: win.Compare_and_swap(counter, counter, old, right),
+        lambda: win.Lock(right),
+        lambda: win.Flush(right),
+        lambda: win.Fence(),
+        lambda: win.Test(),
+    ):
+        with pytest.raises(MPI.Exception, match="WIN_NULL") as freed:
+            call()
+        assert freed.value.Get_error_class() == MPI.ERR_WIN
+
+
+def test_the_compiled_calls_have_mpi4py_signatures():
+    import inspect
+
+    from rma.compat import MPI
+
+    assert list(inspect.signature(MPI.Win.Put).parameters) == ["self", "origin", "target_rank", "target"]
+    accumulate = inspect.signature(MPI.Win.Accumulate).parameters
+    assert accumulate["op"].default is MPI.SUM
+    assert inspect.signature(MPI.Win.Lock).parameters["lock_type"].default == MPI.LOCK_EXCLUSIVE
+    assert list(inspect.signature(MPI.Win.Compare_and_swap).parameters)[1:] == [
+        "origin",
+        "compare",
+        "result",
+        "target_rank",
+        "target_disp",
+    ]
+    assert "MPI_Fetch_and_op" in MPI.Win.Fetch_and_op.__doc__
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=60)
+def test_waitany_sleeps_while_it_waits(comm):
+    """Request.Waitany polls its requests: between rounds it must sleep, not spin on a core
+    that other ranks need."""
+    import time
+
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    assert MPI.Request.Waitany([MPI.REQUEST_NULL, MPI.REQUEST_NULL]) == MPI.UNDEFINED
+    left, right = (rank - 1) % size, (rank + 1) % size
+    pending = [MPI.REQUEST_NULL, world.irecv(source=left, tag=7)]
+    world.Barrier()
+    if rank == 0:
+        time.sleep(0.5)  # every rank's Waitany waits this long for rank 0's message
+    sent = world.isend(rank, right, tag=7)
+    cpu = time.process_time()
+    assert MPI.Request.Waitany(pending) == 1
+    assert time.process_time() - cpu < 0.25 or rank == 0
+    assert pending[1].wait() == left
+    sent.wait()
+
+
 @pytest.mark.rma(nprocs=[2, 3])
 def test_errors_are_mpi_exceptions_with_rma_text(comm):
     from rma.compat import MPI

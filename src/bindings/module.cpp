@@ -11,6 +11,7 @@ void register_runtime(py::module_& m);
 void register_communicator(py::module_& m);
 void register_window(py::module_& m);
 void register_window_type(py::module_& m);
+void register_facade_window(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Private extension of rma: the C++ core. Use the public API of the rma package.";
@@ -20,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
   register_communicator(m);
   register_window(m);
   register_window_type(m);
+  register_facade_window(m);
 }

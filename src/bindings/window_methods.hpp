@@ -109,5 +109,6 @@ inline PyObject* none() { Py_RETURN_NONE; }
 
 // The methods of each file, for rma._core.Window's dictionary.
 std::span<const MethodSpec> data_call_methods();
+std::span<const MethodSpec> sync_call_methods();
 
 }  // namespace window_methods

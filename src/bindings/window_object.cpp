@@ -550,6 +550,10 @@ bool request_wait(WindowObject* self, int rank) {
 
 }  // namespace window_calls
 
+namespace window_methods {
+std::span<const MethodSpec> sync_call_methods() { return sync_methods; }
+}  // namespace window_methods
+
 void register_window_type(py::module_& m) {
   if (PyType_Ready(window_type()) < 0) throw py::error_already_set();
   Py_INCREF(window_type());

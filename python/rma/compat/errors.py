@@ -137,6 +137,8 @@ def translated(function: _F) -> _F:
         try:
             return function(*args, **kwargs)
         except TRANSLATED as exc:
+            if exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+                raise  # (the arguments did not fit the call's signature: Python's TypeError, as in mpi4py)
             raise as_mpi(exc) from None
 
     return call  # type: ignore[return-value]

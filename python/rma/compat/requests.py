@@ -3,6 +3,7 @@ and window requests (Rput, Rget, Raccumulate, Rget_accumulate)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,12 +142,17 @@ class Request:
 
     @staticmethod
     def Waitany(requests: Sequence[Request], status: Status | None = None) -> int:  # noqa: N802
+        if all(r._request is None for r in requests):
+            return UNDEFINED
+        pause = 0.00002
         while True:
             for index, request in enumerate(requests):
                 if request._request is not None and request.Test(status):
                     return index
-            if all(r._request is None for r in requests):
-                return UNDEFINED
+            # Polled, so it sleeps between rounds (growing to 1 ms): ranks share cores. A peer
+            # that died ends the wait with rma's PeerError, raised by Test.
+            time.sleep(pause)
+            pause = min(pause * 2, 0.001)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Request):

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import rma as _rma
+from rma._native import _core
 
 from .buffers import origin_elements, result_elements
 from .comm import COMM_SELF, Comm
@@ -59,12 +60,12 @@ class _NullWindow:
 
 
 _NULL_WINDOW = _NullWindow()
-_ndarray = np.ndarray  # (read in the calls' fast path: a module global is one lookup)
 
 _LOCK_TYPES = {LOCK_EXCLUSIVE: _rma.LOCK_EXCLUSIVE, LOCK_SHARED: _rma.LOCK_SHARED}
+_core.FacadeWindow._set_lock_types(LOCK_EXCLUSIVE, _rma.LOCK_EXCLUSIVE, LOCK_SHARED, _rma.LOCK_SHARED)
 
 
-class Win:
+class Win(_core.FacadeWindow):
     """A window of memory that the ranks of a communicator expose to each other (MPI_Win)."""
 
     def __init__(self, win: Win | None = None) -> None:
@@ -79,9 +80,9 @@ class Win:
         self._memory = win._memory if win is not None else buffer()
         self._base = win._base if win is not None else 0
         self._units: list[int] = win._units if win is not None else []
-        # Bytes per displacement unit of each rank that takes displacements in units (not a
-        # dynamic window's, which are addresses): what the windows underneath count in is bytes.
-        self._scale: dict[int, int] = win._scale if win is not None else {}
+        # Bytes per displacement unit of each rank (a dynamic window's displacements are
+        # addresses): what the windows underneath count in is bytes. Kept by the compiled base.
+        self._set_scale(_scale_of(self._flavor, self._units))
         self._position: dict[int, int] = win._position if win is not None else {}
         self._name = win._name if win is not None else "MPI_WIN_NULL"
         self._errhandler = Errhandler(ERRORS_RETURN)
@@ -132,7 +133,7 @@ class Win:
         win._memory = local.view(buffer)
         # Every rank's unit, for displacements aimed at it (the windows underneath count bytes).
         win._units = [unit] if comm._base.size == 1 else comm._base.allgather(unit)
-        win._scale = {} if flavor == WIN_FLAVOR_DYNAMIC else dict(enumerate(win._units))
+        win._set_scale(_scale_of(flavor, win._units))
         win._position = {world: rank for rank, world in enumerate(comm._members())}  # world rank -> rank
         win._name = ""
         return win
@@ -152,45 +153,34 @@ class Win:
 
     # ---- communication ----
 
-    def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
-        try:
-            # The common case first: an array, and a target that is only a displacement.
-            if type(origin) is _ndarray and (target is None or type(target) is int):
-                self._win.put(origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0)
-                return
-            data = origin_elements(origin, "Win.Put")
-            for first, count, disp in self._runs(target_rank, target, data, "Put"):
-                self._win.put(data[first : first + count], target_rank, disp)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
-
-    def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
-        try:
-            if type(origin) is _ndarray and (target is None or type(target) is int) and origin.flags.c_contiguous:
-                self._win.get(origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0)
-                return
-            data = result_elements(origin, "Win.Get")
-            for first, count, disp in self._runs(target_rank, target, data, "Get"):
-                self._win.get(data[first : first + count], target_rank, disp)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
-
-    def Accumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> None:  # noqa: N802
-        try:
-            rma_op = op._window_op("Accumulate")
-            if type(origin) is _ndarray and (target is None or type(target) is int):
-                self._win.accumulate(
-                    origin, target_rank, target * self._scale.get(target_rank, 1) if target else 0, rma_op
-                )
-                return
-            data = origin_elements(origin, "Win.Accumulate")
-            for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
-                self._win.accumulate(data[first : first + count], target_rank, disp, rma_op)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    # Put, Get, Accumulate, Get_accumulate, Fetch_and_op and Compare_and_swap are compiled
+    # (src/bindings/facade_window.cpp): plain arrays and a displacement go straight to rma's own
+    # calls; every other form comes here, to the method of the same name with a leading underscore.
 
     @translated
-    def Get_accumulate(  # noqa: N802
+    def _Put(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
+        window = self._open("Put")
+        data = origin_elements(origin, "Win.Put")
+        for first, count, disp in self._runs(target_rank, target, data, "Put"):
+            window.put(data[first : first + count], target_rank, disp)
+
+    @translated
+    def _Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
+        window = self._open("Get")
+        data = result_elements(origin, "Win.Get")
+        for first, count, disp in self._runs(target_rank, target, data, "Get"):
+            window.get(data[first : first + count], target_rank, disp)
+
+    @translated
+    def _Accumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> None:  # noqa: N802
+        window = self._open("Accumulate")
+        rma_op = op._window_op("Accumulate")
+        data = origin_elements(origin, "Win.Accumulate")
+        for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
+            window.accumulate(data[first : first + count], target_rank, disp, rma_op)
+
+    @translated
+    def _Get_accumulate(  # noqa: N802
         self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
     ) -> None:
         window = self._open("Get_accumulate")
@@ -199,38 +189,32 @@ class Win:
         for first, count, disp in self._runs(target_rank, target, into, "Get_accumulate"):
             window.get_accumulate(data[first : first + count], into[first : first + count], target_rank, disp, rma_op)
 
-    def Fetch_and_op(  # noqa: N802
+    @translated
+    def _Fetch_and_op(  # noqa: N802
         self, origin: Any, result: Any, target_rank: int, target_disp: int = 0, op: Op = SUM
     ) -> None:
-        try:
-            rma_op = op._window_op("Fetch_and_op")
-            disp = target_disp * self._scale.get(target_rank, 1) if target_disp else 0
-            if type(origin) is _ndarray and type(result) is _ndarray:
-                data, into = origin, result
-            else:
-                data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
-            if not (data.size == into.size == 1 and data.dtype is into.dtype):  # (the quick check first)
-                _one_each("Fetch_and_op", data, into)
-            self._win.fetch_and_op(data, into, target_rank, disp, rma_op)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+        window = self._open("Fetch_and_op")
+        rma_op = op._window_op("Fetch_and_op")
+        data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
+        _one_each("Fetch_and_op", data, into)
+        window.fetch_and_op(data, into, target_rank, self._byte_disp(target_rank, target_disp), rma_op)
 
-    def Compare_and_swap(  # noqa: N802
+    @translated
+    def _Compare_and_swap(  # noqa: N802
         self, origin: Any, compare: Any, result: Any, target_rank: int, target_disp: int = 0
     ) -> None:
-        try:
-            disp = target_disp * self._scale.get(target_rank, 1) if target_disp else 0
-            if type(origin) is _ndarray and type(compare) is _ndarray and type(result) is _ndarray:
-                data, expected, into = origin, compare, result
-            else:
-                data = origin_elements(origin, "Win.Compare_and_swap")
-                expected = origin_elements(compare, "Win.Compare_and_swap")
-                into = result_elements(result, "Win.Compare_and_swap")
-            if not (data.size == expected.size == into.size == 1 and data.dtype is expected.dtype is into.dtype):
-                _one_each("Compare_and_swap", data, expected, into)
-            self._win.compare_and_swap(data, expected, into, target_rank, disp)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+        window = self._open("Compare_and_swap")
+        data = origin_elements(origin, "Win.Compare_and_swap")
+        expected = origin_elements(compare, "Win.Compare_and_swap")
+        into = result_elements(result, "Win.Compare_and_swap")
+        _one_each("Compare_and_swap", data, expected, into)
+        window.compare_and_swap(data, expected, into, target_rank, self._byte_disp(target_rank, target_disp))
+
+    def _raise_as_mpi(self, error: BaseException) -> None:
+        """What the compiled calls do with an error of rma's call: raise it as mpi4py would."""
+        if isinstance(error, TRANSLATED):
+            raise as_mpi(error) from None
+        raise error
 
     @translated
     def Rput(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
@@ -269,14 +253,12 @@ class Win:
         )
 
     # ---- synchronization ----
-    # (The calls that programs make in loops translate rma's errors in place, not through the
-    # `translated` wrapper, whose extra call would cost more than the rest of the facade.)
+    # Lock, Unlock, Lock_all, Unlock_all, Fence, Complete, Wait, Test, the flushes and Sync are
+    # compiled too; these take what they leave (keywords, a freed window, a bad lock type).
 
-    def Fence(self, assertion: int = 0) -> None:  # noqa: N802
-        try:
-            self._win.fence(assertion)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Fence(self, assertion: int = 0) -> None:  # noqa: N802
+        self._win.fence(assertion)
 
     def Start(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
         try:
@@ -284,11 +266,9 @@ class Win:
         except TRANSLATED as exc:
             raise as_mpi(exc) from None
 
-    def Complete(self) -> None:  # noqa: N802
-        try:
-            self._win.complete()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Complete(self) -> None:  # noqa: N802
+        self._win.complete()
 
     def Post(self, group: Group, assertion: int = 0) -> None:  # noqa: N802
         try:
@@ -296,20 +276,16 @@ class Win:
         except TRANSLATED as exc:
             raise as_mpi(exc) from None
 
-    def Wait(self) -> bool:  # noqa: N802
-        try:
-            self._win.wait()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Wait(self) -> bool:  # noqa: N802
+        self._win.wait()
         return True
 
-    def Test(self) -> bool:  # noqa: N802
-        try:
-            return self._win.test()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Test(self) -> bool:  # noqa: N802
+        return self._win.test()
 
-    def Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:  # noqa: N802
+    def _Lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:  # noqa: N802
         try:
             self._win.lock(rank, _LOCK_TYPES[lock_type], assertion)
         except KeyError:
@@ -320,53 +296,37 @@ class Win:
         except TRANSLATED as exc:
             raise as_mpi(exc) from None
 
-    def Unlock(self, rank: int) -> None:  # noqa: N802
-        try:
-            self._win.unlock(rank)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Unlock(self, rank: int) -> None:  # noqa: N802
+        self._win.unlock(rank)
 
-    def Lock_all(self, assertion: int = 0) -> None:  # noqa: N802
-        try:
-            self._win.lock_all(assertion)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Lock_all(self, assertion: int = 0) -> None:  # noqa: N802
+        self._win.lock_all(assertion)
 
-    def Unlock_all(self) -> None:  # noqa: N802
-        try:
-            self._win.unlock_all()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Unlock_all(self) -> None:  # noqa: N802
+        self._win.unlock_all()
 
-    def Flush(self, rank: int) -> None:  # noqa: N802
-        try:
-            self._win.flush(rank)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Flush(self, rank: int) -> None:  # noqa: N802
+        self._win.flush(rank)
 
-    def Flush_all(self) -> None:  # noqa: N802
-        try:
-            self._win.flush_all()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Flush_all(self) -> None:  # noqa: N802
+        self._win.flush_all()
 
-    def Flush_local(self, rank: int) -> None:  # noqa: N802
-        try:
-            self._win.flush_local(rank)
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Flush_local(self, rank: int) -> None:  # noqa: N802
+        self._win.flush_local(rank)
 
-    def Flush_local_all(self) -> None:  # noqa: N802
-        try:
-            self._win.flush_local_all()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Flush_local_all(self) -> None:  # noqa: N802
+        self._win.flush_local_all()
 
-    def Sync(self) -> None:  # noqa: N802
-        try:
-            self._win.sync()
-        except TRANSLATED as exc:
-            raise as_mpi(exc) from None
+    @translated
+    def _Sync(self) -> None:  # noqa: N802
+        self._win.sync()
 
     # ---- memory, attributes, names ----
 
@@ -467,11 +427,6 @@ class Win:
         except KeyError:
             return group._ranks_in(self._comm._members())  # (which names the stranger)
 
-    def _byte_disp(self, rank: int, disp: int | None) -> int:
-        """A displacement in the target's disp_unit as the bytes the window underneath counts
-        (PROC_NULL or a bad rank: as it is, and rma names the bad rank)."""
-        return disp * self._scale.get(rank, 1) if disp else 0
-
     def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
         """The rma calls a target specification makes: (first element of data, elements, byte
         displacement) for each contiguous run of the target's layout."""
@@ -544,6 +499,11 @@ def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
             datatype = Datatype.fromcode(datatype)
         return int(disp), None if count is None else int(count), datatype
     return int(target), None, None
+
+
+def _scale_of(flavor: int, units: list[int]) -> list[int]:
+    """Bytes per displacement unit by rank, for the compiled base (none: bytes already)."""
+    return [] if flavor == WIN_FLAVOR_DYNAMIC else units
 
 
 def _one_each(call: str, *buffers: np.ndarray) -> None:

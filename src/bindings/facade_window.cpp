@@ -1,0 +1,488 @@
+// rma._core.FacadeWindow: the compiled base of the mpi4py facade's MPI.Win
+// (python/rma/compat/win.py), for the common case of the calls programs make in loops.
+//
+// A Python method between MPI.Win's call and rma's (argument checks, the displacement's
+// scaling, error translation) cost 0.1-0.4 us per call, over a budget of 0.1 us. So the data
+// calls (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap) and the
+// synchronization calls whose arguments rma takes as they are (Lock, Unlock, Lock_all,
+// Unlock_all, Fence, Complete, Wait, Test, the flushes, Sync) are compiled methods here. Given
+// plain NumPy arrays, a displacement and positional arguments, one scales the displacement by
+// the target's disp_unit (the windows underneath count bytes) and enters rma._core.Window's own
+// call directly. Anything else (buffer specifications, derived datatypes, keywords, a freed
+// window) goes to the Python method of the same name with a leading underscore (`_Put`...),
+// which handles every form. An error of rma's comes back through the Python method
+// `_raise_as_mpi`, which raises it as MPI.Exception.
+//
+// The object holds what the fast path reads, set by win.py: `_win`, the rma.Window underneath,
+// and (`_set_scale`) the bytes per displacement unit of each target rank. `_byte_disp` turns a
+// displacement into bytes for the Python path too, so that the rule lives here alone.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <structmember.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "method_object.hpp"
+#include "window_methods.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+struct FacadeObject {
+  PyObject_HEAD
+  PyObject* window;             // rma.Window (or the facade's stand-in for a freed window)
+  std::vector<int64_t>* scale;  // bytes per displacement unit, by rank; none: byte displacements
+};
+
+// What the fast path calls: rma._core.Window's type and its own calls.
+PyTypeObject* core_window_type = nullptr;
+struct CoreCalls {
+  MethodFunction put, get, accumulate, get_accumulate, fetch_and_op, compare_and_swap, lock;
+} core;
+// MPI's lock types (ints) and the rma.LockType each stands for (_set_lock_types).
+struct LockType {
+  long mpi;
+  PyObject* rma;
+};
+std::array<LockType, 2> lock_types{};
+
+PyObject* name_rma_op;        // "_rma": the rma.Op a facade MPI.Op stands for (None: not one windows take)
+PyObject* name_raise_as_mpi;  // "_raise_as_mpi"
+
+FacadeObject* as_facade(PyObject* self) { return reinterpret_cast<FacadeObject*>(self); }
+
+bool plain_array(PyObject* value) { return Py_TYPE(value) == py::detail::npy_api::get().PyArray_Type_; }
+
+Py_ssize_t elements(PyObject* array) {
+  const auto* proxy = py::detail::array_proxy(array);
+  Py_ssize_t count = 1;
+  for (int i = 0; i < proxy->nd; ++i) count *= proxy->dimensions[i];
+  return count;
+}
+
+// As many elements as `other`, of the same dtype object: what an origin and its result hold
+// on the fast path (the Python path gives the errors of every other case).
+bool alike(PyObject* array, PyObject* other) {
+  return py::detail::array_proxy(array)->descr == py::detail::array_proxy(other)->descr &&
+         elements(array) == elements(other);
+}
+
+// One element, of the same dtype object as `other`: what the atomic calls take.
+bool single(PyObject* array, PyObject* other) { return elements(other) == 1 && alike(array, other); }
+
+bool c_contiguous(PyObject* array) {
+  return (py::detail::array_proxy(array)->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) != 0;
+}
+
+// Bytes per displacement unit at `rank` (1 where displacements are bytes already: a dynamic
+// window, PROC_NULL, or a rank that does not exist, which rma's call then names).
+int64_t unit_at(FacadeObject* self, PyObject* rank) {
+  if (self->scale == nullptr || !PyLong_CheckExact(rank)) return 1;
+  long index = PyLong_AsLong(rank);
+  if (index < 0 || static_cast<size_t>(index) >= self->scale->size()) {
+    PyErr_Clear();
+    return 1;
+  }
+  return (*self->scale)[index];
+}
+
+// The byte displacement of `target` (None or an int, in the target's unit), as a new
+// reference; null (no error set) when it is something else or does not fit: the Python path
+// then gives the error.
+PyObject* byte_displacement(FacadeObject* self, PyObject* rank, PyObject* target) {
+  if (target == nullptr || target == Py_None) return PyLong_FromLong(0);
+  if (!PyLong_CheckExact(target)) return nullptr;
+  int64_t unit = unit_at(self, rank);
+  if (unit == 1) return Py_NewRef(target);
+  int overflow = 0;
+  long long displacement = PyLong_AsLongLongAndOverflow(target, &overflow);
+  long long scaled = 0;
+  if (overflow != 0 || __builtin_mul_overflow(displacement, unit, &scaled)) return nullptr;
+  return PyLong_FromLongLong(scaled);
+}
+
+// Runs rma's call; its error becomes MPI.Exception through the Python side.
+PyObject* enter(PyObject* self, MethodFunction call, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* result = call(as_facade(self)->window, args, nargs, nullptr);
+  if (result != nullptr) return result;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  PyObject* raised = PyObject_CallMethodOneArg(self, name_raise_as_mpi, value);
+  Py_DECREF(value);
+  Py_XDECREF(raised);
+  return nullptr;  // (_raise_as_mpi always raises)
+}
+
+// The Python method that takes every form of the call (`_Put` for Put).
+PyObject* general(PyObject* self, const char* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  Py_ssize_t total = nargs + (kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0);
+  std::array<PyObject*, 16> with_self;
+  if (total + 1 > static_cast<Py_ssize_t>(with_self.size())) {
+    PyErr_Format(PyExc_TypeError, "rma.compat: Win.%s takes at most %zu arguments", name + 1, with_self.size() - 1);
+    return nullptr;
+  }
+  with_self[0] = self;
+  std::memcpy(with_self.data() + 1, args, total * sizeof(PyObject*));
+  PyObject* method = PyUnicode_InternFromString(name);
+  if (method == nullptr) return nullptr;
+  PyObject* result = PyObject_VectorcallMethod(method, with_self.data(), (nargs + 1), kwnames);
+  Py_DECREF(method);
+  return result;
+}
+
+// Whether the window underneath is rma's (not the stand-in of a freed window).
+bool fast(PyObject* self) {
+  PyObject* window = as_facade(self)->window;
+  return window != nullptr && PyObject_TypeCheck(window, core_window_type);
+}
+
+// ---- the calls, in mpi4py's argument order ----
+
+// A call's arguments by position, its keywords put in their places (null: not given). False
+// (the Python path then gives Python's own error) for a keyword the call does not have, an
+// argument given twice, or more than the call takes.
+template <size_t N>
+bool by_position(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const std::array<const char*, N>& names,
+                 std::array<PyObject*, N>& slots) {
+  if (nargs > static_cast<Py_ssize_t>(N)) return false;
+  slots.fill(nullptr);
+  std::copy(args, args + nargs, slots.begin());
+  Py_ssize_t keywords = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < keywords; ++k) {
+    PyObject* keyword = PyTuple_GET_ITEM(kwnames, k);
+    size_t at = 0;
+    while (at < N && PyUnicode_CompareWithASCIIString(keyword, names[at]) != 0) ++at;
+    if (at == N || slots[at] != nullptr) return false;
+    slots[at] = args[nargs + k];
+  }
+  return true;
+}
+
+// The data calls take (buffers..., target_rank, target, op) where rma's take (buffers...,
+// target_rank, byte displacement, op): `rank_at` is where target_rank stands, and an op, where
+// the call has one, follows the target. `plain` says whether the buffers (every argument before
+// the rank is given) are what the fast path takes.
+template <size_t N, class Plain>
+PyObject* data_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, MethodFunction call,
+                    const char* general_name, const std::array<const char*, N>& names, Plain plain) {
+  const bool has_op = std::string_view(names[N - 1]) == "op";
+  const Py_ssize_t rank_at = has_op ? N - 3 : N - 2;
+  const Py_ssize_t op_at = rank_at + 2;
+  std::array<PyObject*, N> slot;
+  if (fast(self) && by_position(args, nargs, kwnames, names, slot) &&
+      std::all_of(slot.begin(), slot.begin() + rank_at + 1, [](PyObject* given) { return given != nullptr; }) &&
+      plain(slot.data())) {
+    PyObject* op = nullptr;  // (not given: rma's default, SUM, which is MPI's too)
+    if (has_op && slot[op_at] != nullptr) {
+      op = PyObject_GetAttr(slot[op_at], name_rma_op);
+      if (op == nullptr) PyErr_Clear();
+    }
+    PyObject* disp = has_op && slot[op_at] != nullptr && (op == nullptr || op == Py_None)
+                         ? nullptr  // (not an op that windows take: the Python path says so)
+                         : byte_displacement(as_facade(self), slot[rank_at], slot[rank_at + 1]);
+    if (disp != nullptr) {
+      std::array<PyObject*, 6> own{};
+      std::copy(slot.begin(), slot.begin() + rank_at + 1, own.begin());
+      own[rank_at + 1] = disp;
+      own[op_at] = op;
+      PyObject* result = enter(self, call, own.data(), op != nullptr ? op_at + 1 : op_at);
+      Py_DECREF(disp);
+      Py_XDECREF(op);
+      return result;
+    }
+    Py_XDECREF(op);
+  }
+  return general(self, general_name, args, nargs, kwnames);
+}
+
+constexpr std::array<const char*, 3> kPutNames{"origin", "target_rank", "target"};
+constexpr std::array<const char*, 4> kAccumulateNames{"origin", "target_rank", "target", "op"};
+constexpr std::array<const char*, 5> kGetAccumulateNames{"origin", "result", "target_rank", "target", "op"};
+constexpr std::array<const char*, 5> kFetchAndOpNames{"origin", "result", "target_rank", "target_disp", "op"};
+constexpr std::array<const char*, 5> kCompareAndSwapNames{"origin", "compare", "result", "target_rank", "target_disp"};
+
+// Put(origin, target_rank, target=None)
+PyObject* Put(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.put, "_Put", kPutNames,
+                   [](PyObject* const* a) { return plain_array(a[0]); });
+}
+
+// Get(origin, target_rank, target=None): into a C-contiguous array only (rma would copy into
+// any other through a stand-in; the Python path decides what MPI allows).
+PyObject* Get(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.get, "_Get", kPutNames,
+                   [](PyObject* const* a) { return plain_array(a[0]) && c_contiguous(a[0]); });
+}
+
+// Accumulate(origin, target_rank, target=None, op=SUM)
+PyObject* Accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.accumulate, "_Accumulate", kAccumulateNames,
+                   [](PyObject* const* a) { return plain_array(a[0]); });
+}
+
+// Get_accumulate(origin, result, target_rank, target=None, op=SUM)
+PyObject* Get_accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.get_accumulate, "_Get_accumulate", kGetAccumulateNames,
+                   [](PyObject* const* a) {
+                     return plain_array(a[0]) && plain_array(a[1]) && c_contiguous(a[1]) && alike(a[0], a[1]);
+                   });
+}
+
+// Fetch_and_op(origin, result, target_rank, target_disp=0, op=SUM)
+PyObject* Fetch_and_op(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.fetch_and_op, "_Fetch_and_op", kFetchAndOpNames,
+                   [](PyObject* const* a) { return plain_array(a[0]) && plain_array(a[1]) && single(a[0], a[1]); });
+}
+
+// Compare_and_swap(origin, compare, result, target_rank, target_disp=0)
+PyObject* Compare_and_swap(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return data_call(self, args, nargs, kwnames, core.compare_and_swap, "_Compare_and_swap", kCompareAndSwapNames,
+                   [](PyObject* const* a) {
+                     return plain_array(a[0]) && plain_array(a[1]) && plain_array(a[2]) && single(a[0], a[2]) &&
+                            single(a[1], a[2]);
+                   });
+}
+
+constexpr std::array<const char*, 3> kLockNames{"rank", "lock_type", "assertion"};
+
+// Lock(rank, lock_type=MPI.LOCK_EXCLUSIVE, assertion=0): rma's lock(rank, LockType, mode).
+PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  std::array<PyObject*, 3> slot;
+  if (fast(self) && by_position(args, nargs, kwnames, kLockNames, slot) && slot[0] != nullptr &&
+      lock_types[0].rma != nullptr) {
+    PyObject* type = lock_types[0].rma;  // (MPI's default: exclusive)
+    if (slot[1] != nullptr) {
+      long mpi = PyLong_CheckExact(slot[1]) ? PyLong_AsLong(slot[1]) : -1;
+      PyErr_Clear();
+      type = mpi == lock_types[0].mpi ? lock_types[0].rma : mpi == lock_types[1].mpi ? lock_types[1].rma : nullptr;
+    }
+    if (type != nullptr) {
+      PyObject* own[3] = {slot[0], type, slot[2]};
+      PyObject* epoch = enter(self, core.lock, own, slot[2] != nullptr ? 3 : 2);
+      if (epoch == nullptr) return nullptr;
+      Py_DECREF(epoch);  // (rma's lock returns the epoch for `with`; MPI's returns nothing)
+      Py_RETURN_NONE;
+    }
+  }
+  return general(self, "_Lock", args, nargs, kwnames);
+}
+
+// The synchronization calls whose arguments rma takes as they are (MPI's assertion is rma's
+// mode): each enters rma's call of the same meaning, and returns what MPI's returns.
+enum class Returns { Nothing, True, Same };
+struct Forward {
+  const char* general;  // the Python method for every other case
+  const char* own;      // rma's call
+  Returns returns;
+};
+constexpr Forward kFence{"_Fence", "fence", Returns::Nothing};
+constexpr Forward kComplete{"_Complete", "complete", Returns::Nothing};
+constexpr Forward kWait{"_Wait", "wait", Returns::True};
+constexpr Forward kTest{"_Test", "test", Returns::Same};
+constexpr Forward kUnlock{"_Unlock", "unlock", Returns::Nothing};
+constexpr Forward kLockAll{"_Lock_all", "lock_all", Returns::Nothing};
+constexpr Forward kUnlockAll{"_Unlock_all", "unlock_all", Returns::Nothing};
+constexpr Forward kFlush{"_Flush", "flush", Returns::Nothing};
+constexpr Forward kFlushAll{"_Flush_all", "flush_all", Returns::Nothing};
+constexpr Forward kFlushLocal{"_Flush_local", "flush_local", Returns::Nothing};
+constexpr Forward kFlushLocalAll{"_Flush_local_all", "flush_local_all", Returns::Nothing};
+constexpr Forward kSync{"_Sync", "sync", Returns::Nothing};
+
+MethodFunction own_call(const char* name);
+
+template <const Forward& F>
+PyObject* forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static MethodFunction call = own_call(F.own);
+  if (kwnames != nullptr || !fast(self)) return general(self, F.general, args, nargs, kwnames);
+  PyObject* result = enter(self, call, args, nargs);
+  if (result == nullptr || F.returns == Returns::Same) return result;
+  Py_DECREF(result);
+  if (F.returns == Returns::True) Py_RETURN_TRUE;
+  Py_RETURN_NONE;
+}
+
+const MethodSpec methods[] = {
+    {"Put", Put,
+     "Put($self, /, origin, target_rank, target=None)\n--\n\n"
+     "Put origin's data into target_rank's window (MPI_Put); target: a displacement in its disp_unit,\n"
+     "(disp, count) or (disp, count, datatype)."},
+    {"Get", Get,
+     "Get($self, /, origin, target_rank, target=None)\n--\n\n"
+     "Get data of target_rank's window into origin (MPI_Get)."},
+    {"Accumulate", Accumulate,
+     "Accumulate($self, /, origin, target_rank, target=None, op=rma.compat.MPI.SUM)\n--\n\n"
+     "Combine origin's data into target_rank's window with op (MPI_Accumulate)."},
+    {"Get_accumulate", Get_accumulate,
+     "Get_accumulate($self, /, origin, result, target_rank, target=None, op=rma.compat.MPI.SUM)\n--\n\n"
+     "Fetch target_rank's data into result, then combine origin's into it (MPI_Get_accumulate)."},
+    {"Fetch_and_op", Fetch_and_op,
+     "Fetch_and_op($self, /, origin, result, target_rank, target_disp=0, op=rma.compat.MPI.SUM)\n--\n\n"
+     "Fetch one element into result and combine origin's into it, atomically (MPI_Fetch_and_op)."},
+    {"Compare_and_swap", Compare_and_swap,
+     "Compare_and_swap($self, /, origin, compare, result, target_rank, target_disp=0)\n--\n\n"
+     "Fetch one element into result; replace it by origin's if it equals compare's (MPI_Compare_and_swap)."},
+    {"Lock", Lock,
+     "Lock($self, /, rank, lock_type=rma.compat.MPI.LOCK_EXCLUSIVE, assertion=0)\n--\n\n"
+     "Start a passive-target epoch at rank (MPI_Win_lock)."},
+    {"Fence", forward<kFence>,
+     "Fence($self, /, assertion=0)\n--\n\nEnd one fence epoch and start the next (MPI_Win_fence)."},
+    {"Complete", forward<kComplete>,
+     "Complete($self, /)\n--\n\nEnd the access epoch that Start began (MPI_Win_complete)."},
+    {"Wait", forward<kWait>,
+     "Wait($self, /)\n--\n\nEnd the exposure epoch that Post began, once its origins completed (MPI_Win_wait)."},
+    {"Test", forward<kTest>,
+     "Test($self, /)\n--\n\nEnd the exposure epoch if its origins completed; say whether (MPI_Win_test)."},
+    {"Unlock", forward<kUnlock>,
+     "Unlock($self, /, rank)\n--\n\nEnd the passive-target epoch at rank (MPI_Win_unlock)."},
+    {"Lock_all", forward<kLockAll>,
+     "Lock_all($self, /, assertion=0)\n--\n\nStart a shared passive-target epoch at every rank (MPI_Win_lock_all)."},
+    {"Unlock_all", forward<kUnlockAll>,
+     "Unlock_all($self, /)\n--\n\nEnd the epoch that Lock_all began (MPI_Win_unlock_all)."},
+    {"Flush", forward<kFlush>,
+     "Flush($self, /, rank)\n--\n\nComplete every call to rank, there and here (MPI_Win_flush)."},
+    {"Flush_all", forward<kFlushAll>,
+     "Flush_all($self, /)\n--\n\nComplete every call to every rank (MPI_Win_flush_all)."},
+    {"Flush_local", forward<kFlushLocal>,
+     "Flush_local($self, /, rank)\n--\n\nComplete every call to rank here: its buffers are free (MPI_Win_flush_local)."},
+    {"Flush_local_all", forward<kFlushLocalAll>,
+     "Flush_local_all($self, /)\n--\n\nFlush_local to every rank (MPI_Win_flush_local_all)."},
+    {"Sync", forward<kSync>,
+     "Sync($self, /)\n--\n\nSynchronize the public and private copies of the window (MPI_Win_sync)."},
+};
+
+PyMemberDef members[] = {
+    {"_win", T_OBJECT, offsetof(FacadeObject, window), 0, "the rma.Window underneath"},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyObject* set_scale(PyObject* self, PyObject* units) {
+  std::vector<int64_t> scale;
+  try {
+    scale = py::cast<std::vector<int64_t>>(py::handle(units));
+  } catch (py::error_already_set& error) {
+    error.restore();
+    return nullptr;
+  } catch (const py::cast_error&) {
+    PyErr_SetString(PyExc_TypeError, "FacadeWindow._set_scale takes a list of ints");
+    return nullptr;
+  }
+  delete as_facade(self)->scale;
+  as_facade(self)->scale = scale.empty() ? nullptr : new std::vector<int64_t>(std::move(scale));
+  Py_RETURN_NONE;
+}
+
+PyObject* byte_disp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "FacadeWindow._byte_disp takes (rank, disp)");
+    return nullptr;
+  }
+  if (args[1] == Py_None) return PyLong_FromLong(0);
+  PyObject* disp = PyNumber_Index(args[1]);
+  if (disp == nullptr) return nullptr;
+  PyObject* unit = PyLong_FromLongLong(unit_at(as_facade(self), args[0]));
+  PyObject* bytes = unit != nullptr ? PyNumber_Multiply(disp, unit) : nullptr;
+  Py_DECREF(disp);
+  Py_XDECREF(unit);
+  return bytes;
+}
+
+// _set_lock_types(exclusive, rma_exclusive, shared, rma_shared): once, from win.py.
+PyObject* set_lock_types(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "FacadeWindow._set_lock_types takes 4 arguments");
+    return nullptr;
+  }
+  for (int i = 0; i < 2; ++i) {
+    long mpi = PyLong_AsLong(args[2 * i]);
+    if (mpi == -1 && PyErr_Occurred()) return nullptr;
+    Py_XSETREF(lock_types[i].rma, Py_NewRef(args[2 * i + 1]));
+    lock_types[i].mpi = mpi;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef plain_methods[] = {
+    {"_set_lock_types", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_lock_types)),
+     METH_FASTCALL | METH_STATIC, "_set_lock_types(exclusive, rma_exclusive, shared, rma_shared): MPI's lock types."},
+    {"_set_scale", set_scale, METH_O,
+     "Set the bytes per displacement unit of each rank (a list; empty: displacements are bytes)."},
+    {"_byte_disp", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(byte_disp)), METH_FASTCALL,
+     "_byte_disp(rank, disp): the bytes the window underneath counts for a displacement in rank's unit."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+int traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(as_facade(self)->window);
+  return 0;
+}
+
+int clear(PyObject* self) {
+  Py_CLEAR(as_facade(self)->window);
+  return 0;
+}
+
+void dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  clear(self);
+  delete as_facade(self)->scale;
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject* facade_type() {
+  static PyTypeObject type = [] {
+    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+    t.tp_name = "rma._core.FacadeWindow";
+    t.tp_doc = "The compiled part of rma.compat's MPI.Win: the common case of its calls.";
+    t.tp_basicsize = sizeof(FacadeObject);
+    t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+    t.tp_new = PyType_GenericNew;
+    t.tp_dealloc = dealloc;
+    t.tp_traverse = traverse;
+    t.tp_clear = clear;
+    t.tp_members = members;
+    t.tp_methods = plain_methods;
+    return t;
+  }();
+  return &type;
+}
+
+MethodFunction own_call(const char* name) {
+  for (auto methods : {window_methods::data_call_methods(), window_methods::sync_call_methods()}) {
+    for (const MethodSpec& spec : methods) {
+      if (std::strcmp(spec.name, name) == 0) return spec.function;
+    }
+  }
+  throw std::logic_error(std::string("rma._core.FacadeWindow: rma._core.Window has no ") + name);
+}
+
+}  // namespace
+
+// After register_window_type: the fast path enters rma._core.Window's calls.
+void register_facade_window(py::module_& m) {
+  core_window_type = reinterpret_cast<PyTypeObject*>(m.attr("Window").ptr());
+  core = {own_call("put"),          own_call("get"),
+          own_call("accumulate"),   own_call("get_accumulate"),
+          own_call("fetch_and_op"), own_call("compare_and_swap"),
+          own_call("lock")};
+  for (const Forward* each : {&kFence, &kComplete, &kWait, &kTest, &kUnlock, &kLockAll, &kUnlockAll, &kFlush,
+                              &kFlushAll, &kFlushLocal, &kFlushLocalAll, &kSync}) {
+    own_call(each->own);  // (throws here, at import, if rma's window lost one of them)
+  }
+  name_rma_op = PyUnicode_InternFromString("_rma");
+  name_raise_as_mpi = PyUnicode_InternFromString("_raise_as_mpi");
+  if (PyType_Ready(facade_type()) < 0) throw py::error_already_set();
+  Py_INCREF(facade_type());
+  for (const MethodSpec& spec : methods) add_method(facade_type(), spec);
+  m.attr("FacadeWindow") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(facade_type()));
+}
