@@ -69,8 +69,13 @@ class Comm:
 
     group = property(Get_group)
 
-    def _members(self) -> list[int]:
-        return list(self._base._core.members)
+    def _members(self) -> tuple[int, ...]:
+        """World ranks of this communicator's ranks, in rank order (asked of the core once)."""
+        base = self._base
+        known = self.__dict__.get("_known_members")
+        if known is None or known[0] is not base:
+            known = self._known_members = (base, tuple(base._core.members))
+        return known[1]
 
     def Get_name(self) -> str:  # noqa: N802
         return self._name

@@ -70,7 +70,8 @@ class Group:
 
     def Incl(self, ranks: Iterable[int]) -> Group:  # noqa: N802
         self._check("Incl")
-        return Group._of(self._member("Incl", rank) for rank in ranks)
+        world, size = self._world, len(self._world)
+        return Group._of([world[rank] if 0 <= rank < size else self._member("Incl", rank) for rank in ranks])
 
     def Excl(self, ranks: Iterable[int]) -> Group:  # noqa: N802
         self._check("Excl")

@@ -84,6 +84,7 @@ class Win(_core.FacadeWindow):
         # addresses): what the windows underneath count in is bytes. Kept by the compiled base.
         self._set_scale(_scale_of(self._flavor, self._units))
         self._position: dict[int, int] = win._position if win is not None else {}
+        self._group_ranks: dict[tuple[int, ...], list[int]] = {}  # world ranks of a group -> its ranks here
         self._name = win._name if win is not None else "MPI_WIN_NULL"
         self._errhandler = Errhandler(ERRORS_RETURN)
 
@@ -422,10 +423,15 @@ class Win(_core.FacadeWindow):
         """A group's processes as ranks of the window's communicator (for Start and Post)."""
         if type(group) is not Group:
             return list(group)  # (a plain list of ranks, as rma takes)
-        try:
-            return [self._position[world] for world in group._world]
-        except KeyError:
-            return group._ranks_in(self._comm._members())  # (which names the stranger)
+        ranks = self._group_ranks.get(group._world)  # (programs make the same groups epoch after epoch)
+        if ranks is None:
+            try:
+                ranks = [self._position[world] for world in group._world]
+            except KeyError:
+                return group._ranks_in(self._comm._members())  # (which names the stranger)
+            if len(self._group_ranks) < 64:
+                self._group_ranks[group._world] = ranks
+        return ranks
 
     def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
         """The rma calls a target specification makes: (first element of data, elements, byte
