@@ -148,7 +148,7 @@ def test_declined_calls_raise_their_errors(comm):
         with pytest.raises(TypeError, match="compare_and_swap"):
             win.compare_and_swap(one, one, one.copy(), peer)  # floats cannot be compared
         win.put(one, rma.PROC_NULL)  # declined by the fast path, a no-op on the general one
-        win.put(one, np.int64(peer))  # a NumPy integer rank works (general path)
+        win.put(one, np.int64(peer), comm.rank)  # a NumPy integer rank works (general path); bytes of its own
         win.flush(peer)
     comm.barrier()
     win.free()

@@ -148,6 +148,7 @@ def test_passive_progress_with_a_busy_target(comm, busy):
             began = time.monotonic()
             with win.lock(1):
                 win.put(np.arange(1000.0), 1)
+                win.flush(1)  # the put completes before the get reads the same bytes
                 win.get(got, 1)
             times.append(time.monotonic() - began)
         np.testing.assert_array_equal(got, np.arange(1000.0))
@@ -173,15 +174,18 @@ def test_request_based_calls(comm):
         put = win.rput(np.arange(8, dtype=np.int64), target)
         put.wait()
         assert put.test()
+        win.flush(target)  # wait() completes the rput at this rank only; the accumulate must come after it
         acc = win.raccumulate(np.ones(8, np.int64), target)
         assert acc.wait() is None
         result = np.zeros(8, np.int64)
         fetched = win.rget_accumulate(np.ones(8, np.int64), result, target)
         assert fetched.wait() is result
         np.testing.assert_array_equal(result, np.arange(8) + 1)
+        win.flush(target)
         strided = np.zeros(16, np.int64)[::2]
         got = win.rget(strided, target).wait()
         np.testing.assert_array_equal(got, np.arange(8) + 2)
+        win.flush(target)
         pending = win.rput(np.zeros(8, np.int64), target)
     assert pending.test()  # unlock completed it
     comm.barrier()

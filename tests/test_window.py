@@ -251,14 +251,14 @@ def test_window_sizes_differ_per_rank(comm):
     assert win.shape == (comm.rank, 2)
     assert [win.target_shape(r) for r in range(comm.size)] == [(r, 2) for r in range(comm.size)]
     win.fence()
-    if comm.size > 1:
+    if comm.size > 1 and comm.rank == 0:  # one origin: puts from several to the same bytes would race
         last = comm.size - 1
         win.put(np.full((last, 2), comm.rank, np.int16), last)
         with pytest.raises(rma.TargetRangeError, match="to rank 0"):
             win.put(np.ones(1, np.int16), 0)
     win.fence()
     if comm.size > 1 and comm.rank == comm.size - 1:
-        assert set(np.unique(win.local)) <= set(range(comm.size))
+        assert set(np.unique(win.local)) == {0}
     win.free()
 
 
@@ -316,12 +316,12 @@ def test_buffers_live_until_the_fence(comm):
     win = rma.Window.allocate(comm, 1000, np.float64)
     right = (comm.rank + 1) % comm.size
     win.fence()
-    win.put(np.arange(1000.0) * 2, right)  # a temporary nobody else holds
-    win.get(np.zeros(10), right, 990)  # a result the caller drops at once
+    win.put(np.arange(990.0) * 2, right)  # a temporary nobody else holds
+    win.get(np.zeros(10), right, 990)  # a result the caller drops at once (bytes the put leaves alone)
     gc.collect()
     garbage = [np.full(1000, 99.0) for _ in range(50)]  # reuse freed memory, if any
     win.fence()
-    np.testing.assert_array_equal(win.local, np.arange(1000.0) * 2)
+    np.testing.assert_array_equal(win.local[:990], np.arange(990.0) * 2)
     del garbage
     win.free()
 

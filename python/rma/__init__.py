@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BootstrapError,
+    ConflictError,
     EpochError,
     FabricError,
     PeerError,
@@ -111,6 +112,7 @@ __all__ = [
     "FabricError",
     "BootstrapError",
     "RMATimeoutError",
+    "ConflictError",
 ]
 
 

@@ -338,7 +338,7 @@ class Comm:
         key = _integer(key, "split_type", "key")
         # The color of a host: the world rank of its first member, which its members agree on.
         color = self._core.members[self._core.host_ranks[0]]
-        return Comm(self._core.split(color, key, "comm.split_type"))
+        return type(self)(self._core.split(color, key, "comm.split_type"))
 
     def split(self, color: int | None, key: int = 0) -> Comm | None:
         """Return the communicator of the ranks that passed the same `color`, ordered by `key`.
@@ -348,7 +348,7 @@ class Comm:
         """
         color_value = -1 if color is None else _nonnegative(color, "split", "color")
         core = self._core.split(color_value, _integer(key, "split", "key"))
-        return None if core is None else Comm(core)
+        return None if core is None else type(self)(core)
 
     def dup(self) -> Comm:
         """Return a new communicator of the same ranks, whose messages never mix with this one's."""

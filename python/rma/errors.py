@@ -11,6 +11,7 @@ __all__ = [
     "FabricError",
     "BootstrapError",
     "RMATimeoutError",
+    "ConflictError",
 ]
 
 
@@ -40,3 +41,11 @@ class BootstrapError(RMAError):
 
 class RMATimeoutError(RMAError, TimeoutError):
     """A blocking call passed its deadline (RMA_TIMEOUT)."""
+
+
+class ConflictError(RMAError):
+    """RMA_CHECK found an erroneous program: two conflicting accesses that nothing orders.
+
+    The message names both accesses: the call, its origin and target ranks, the bytes, the
+    epoch and the source line of each.
+    """

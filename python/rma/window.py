@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import check as _check
 from ._job import join as _join
 from ._native import _core
 from .comm import Comm
@@ -147,6 +148,10 @@ class Window(_core.Window):
     @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
         call = _CREATION_CALLS[flavor]
+        if _check.MODE is not None and cls is Window:  # RMA_CHECK: the checked kind (rma/check/)
+            from .check.window import CheckedWindow
+
+            cls = CheckedWindow
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
@@ -173,6 +178,8 @@ class Window(_core.Window):
         window._disp_unit = unit
         window._info = hints
         window._layout = layout
+        if _check.MODE is not None and hasattr(window, "_start_checking"):
+            window._start_checking()
         return window
 
     # ---- attributes ----

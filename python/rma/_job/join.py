@@ -199,7 +199,7 @@ def _join() -> _Job:
         provider, node = choose_provider(requested, same_host=True)
         runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us, transport)
         runtime.connect([runtime.address()], [socket.gethostname()])
-        return _Job(runtime, None, Comm(runtime.world()))
+        return _Job(runtime, None, _world_comm(runtime))
     else:
         if rank is None or size is None:
             raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
@@ -245,7 +245,7 @@ def _join() -> _Job:
             names.append(name)
         runtime.connect(names, hosts)
         store.on_peer_dead(lambda dead: _peer_died(runtime, dead, store.unreachable(dead)))
-        world = Comm(runtime.world())
+        world = _world_comm(runtime)
         # Nobody leaves init before every rank has connected: a rank that ended at once would
         # take its endpoint away from a peer still connecting to it (shm: fi_av_insert fails).
         world.barrier()
@@ -253,6 +253,20 @@ def _join() -> _Job:
         store.close(clean=False)
         raise
     return _Job(runtime, store, world)
+
+
+def _world_comm(runtime: _core.Runtime) -> Comm:
+    """Return the world communicator: the checked kind under RMA_CHECK (rma/check/)."""
+    from .. import check
+
+    if check.MODE is None:
+        return Comm(runtime.world())
+    from ..check.clock import start
+    from ..check.comm import CheckedComm
+
+    world = CheckedComm(runtime.world())
+    start(world.rank, world.size)
+    return world
 
 
 def _check_launcher_size(pmix_size: int) -> None:

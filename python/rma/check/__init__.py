@@ -1,0 +1,52 @@
+"""RMA_CHECK: the run-time checker of spec/002's rules on conflicting accesses.
+
+With ``RMA_CHECK=1`` in the environment of the job, every window is an
+`rma.check.window.CheckedWindow` and every communicator an `rma.check.comm.CheckedComm`;
+without it, rma uses its plain classes, so an unchecked job pays nothing. The pieces, one
+concept per file:
+
+- `clock.py`: the rank's vector clock, which says which calls happened before which;
+- `access.py`: what one RMA call touched, and the rule that says when two accesses conflict;
+- `journal.py`: what a target rank learnt of the accesses to its memory, checked as it arrives;
+- `comm.py`: the communicator calls that order ranks carry the clock;
+- `window.py`: the window calls record their accesses and carry the clock.
+
+The first conflict raises `rma.ConflictError` on the rank that finds it (``RMA_CHECK=warn``:
+a `ConflictWarning` instead, and the job goes on).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from ..errors import ConflictError
+
+__all__ = ["MODE", "ConflictWarning", "report"]
+
+
+class ConflictWarning(RuntimeWarning):
+    """What RMA_CHECK=warn issues where RMA_CHECK=1 raises rma.ConflictError."""
+
+
+def _mode() -> str | None:
+    value = os.environ.get("RMA_CHECK", "").strip().lower()
+    if value in ("", "0", "off", "no", "false"):
+        return None
+    if value in ("1", "on", "yes", "true", "raise"):
+        return "raise"
+    if value == "warn":
+        return "warn"
+    raise ValueError(f"rma: RMA_CHECK must be 1, warn or 0, not {value!r}")
+
+
+# Read once, at import: every rank of a job has the same environment.
+MODE = _mode()
+
+
+def report(message: str) -> None:
+    """Raise the conflict (RMA_CHECK=1) or warn of it and go on (RMA_CHECK=warn)."""
+    if MODE == "warn":
+        warnings.warn(message, ConflictWarning, stacklevel=3)
+    else:
+        raise ConflictError(message)

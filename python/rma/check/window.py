@@ -1,0 +1,483 @@
+"""The window calls under RMA_CHECK: each access is recorded, each synchronization carries the clock.
+
+A communication call runs as usual, then records what it touched at its target (an `Access`)
+and compares it with this origin's accesses to that target that are not completed yet: a
+conflict among them is reported at the call. A completing call (flush, unlock, complete,
+fence) stamps the accesses it completes with this rank's next publication of its clock, and
+they travel to their target, whose journal compares them with the other origins' accesses:
+
+- fence and free: every rank hands every other rank its accesses in one exchange, with its
+  clock; the journals then forget, as a fence orders everything before it before everything
+  after it;
+- post/start/complete/wait: post sends the target's clock to the origins of its group (start
+  takes it before the first access to that target), complete sends the origin's clock and
+  accesses to each target, and wait (or a test that succeeds) takes them in;
+- lock/unlock: the clock goes through a second, private window (the "lock clocks"): unlock
+  leaves this rank's clock at the target, and lock takes what earlier holders left there
+  (an exclusive lock: every holder's; a shared one: the exclusive holders' only, since shared
+  locks do not order each other); the accesses go to the target in messages that it reads
+  at its own next synchronization call, and at the latest at free.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import check
+from ..comm import Comm, Status
+from ..group import Group
+from ..ops import LOCK_EXCLUSIVE, MAX, NO_OP, PROC_NULL, SUM
+from ..window import Window
+from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap
+from .clock import clock
+from .journal import Journal, message
+
+__all__ = ["CheckedWindow"]
+
+# Tags of the checker's own messages, on a communicator of its own.
+_POST, _COMPLETE, _ACCESSES = 1, 2, 3
+# Accesses an origin keeps for a target before it sends them without waiting for an unlock.
+_BATCH = 64
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _site() -> str:
+    """Return the user's file and line of the call being recorded (the first frame outside rma)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _ranks(group: Group | list) -> list[int]:
+    """Return a group's ranks, once the call has accepted it."""
+    return list(group.ranks) if isinstance(group, Group) else [operator.index(rank) for rank in group]
+
+
+class _Epoch:
+    """An open epoch of a checked window: its exit makes the checked closing call."""
+
+    __slots__ = ("_window", "_close")
+
+    def __init__(self, window: CheckedWindow, close: Any) -> None:
+        self._window, self._close = window, close
+
+    def __enter__(self) -> CheckedWindow:
+        return self._window
+
+    def __exit__(self, *exc_info: object) -> bool:
+        self._close()
+        return False
+
+
+class _Companion(Window):
+    """The private window of lock clocks (a subclass, so that it is not checked itself)."""
+
+
+class CheckedWindow(Window):
+    def _start_checking(self) -> None:
+        comm = self._comm
+        members = comm._core.members
+        self._ck_world = list(members)  # window rank -> world rank (the clock's index)
+        self._ck_name = self._core.label
+        self._ck_private = Comm(comm._core.split(0, comm.rank, "Window (RMA_CHECK)"))
+        self._ck_inflight: dict[int, list[Access]] = {}
+        self._ck_outgoing: dict[int, list[Access]] = {}
+        self._ck_sent = [0] * comm.size
+        self._ck_received = [0] * comm.size
+        self._ck_journal = Journal(self._ck_name)
+        self._ck_posts: set[int] = set()  # start's targets whose post clock has not come yet
+        self._ck_access_group: list[int] = []
+        self._ck_exposure_group: list[int] | None = None
+        self._ck_locks: dict[int, bool] = {}  # target -> exclusive
+        self._ck_lock_all = False
+        self._ck_found: str | None = None  # the first conflict found, until a call reports it
+        self._ck_reported = False
+        self._ck_epochs = 0
+        self._ck_epoch = "epoch 0"  # before the first fence
+        self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
+        size = len(clock().now())
+        self._ck_clocks: Window | None = None
+        if not self._info.get("no_locks"):
+            self._ck_clocks = _Companion.allocate(self._ck_private, 2 * size, np.int64)
+            self._ck_clocks.lock_all()
+
+    # ---- communication: the call, then its record ----
+
+    def put(self, origin, target_rank, target_disp=0, *, target=None):
+        super().put(origin, target_rank, target_disp, target=target)
+        self._record("win.put", WRITE, None, origin, target_rank, target_disp, target)
+
+    def get(self, result, target_rank, target_disp=0, *, target=None):
+        super().get(result, target_rank, target_disp, target=target)
+        self._record("win.get", READ, None, result, target_rank, target_disp, target)
+
+    def accumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
+        super().accumulate(origin, target_rank, target_disp, op, target=target)
+        self._record("win.accumulate", UPDATE, op, origin, target_rank, target_disp, target)
+
+    def get_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
+        super().get_accumulate(origin, result, target_rank, target_disp, op, target=target)
+        kind = ATOMIC_READ if op == NO_OP else UPDATE
+        self._record("win.get_accumulate", kind, op, result, target_rank, target_disp, target)
+
+    def fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM):
+        super().fetch_and_op(origin, result, target_rank, target_disp, op)
+        kind = ATOMIC_READ if op == NO_OP else UPDATE
+        self._record("win.fetch_and_op", kind, op, result, target_rank, target_disp, None)
+
+    def compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        super().compare_and_swap(origin, compare, result, target_rank, target_disp)
+        self._record("win.compare_and_swap", UPDATE, "CAS", result, target_rank, target_disp, None)
+
+    def rput(self, origin, target_rank, target_disp=0, *, target=None):
+        request = super().rput(origin, target_rank, target_disp, target=target)
+        self._record("win.rput", WRITE, None, origin, target_rank, target_disp, target)
+        return request
+
+    def rget(self, result, target_rank, target_disp=0, *, target=None):
+        request = super().rget(result, target_rank, target_disp, target=target)
+        self._record("win.rget", READ, None, result, target_rank, target_disp, target)
+        return request
+
+    def raccumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
+        request = super().raccumulate(origin, target_rank, target_disp, op, target=target)
+        self._record("win.raccumulate", UPDATE, op, origin, target_rank, target_disp, target)
+        return request
+
+    def rget_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
+        request = super().rget_accumulate(origin, result, target_rank, target_disp, op, target=target)
+        kind = ATOMIC_READ if op == NO_OP else UPDATE
+        self._record("win.rget_accumulate", kind, op, result, target_rank, target_disp, target)
+        return request
+
+    # ---- synchronization ----
+    # A conflict found while a call is made is reported at its end, once the call's own work is
+    # done, and never by an opening call (post, start, lock, lock_all), which would leave its
+    # epoch open behind the exception: the closing call, or any later one, reports it.
+
+    def fence(self, mode=0):
+        super().fence(mode)
+        self._exchange_all()
+        self._report()
+        return _Epoch(self, self._close_fence)
+
+    def _close_fence(self) -> None:
+        from ..ops import Mode
+
+        self.fence(Mode.NOSUCCEED)
+
+    def post(self, group, mode=0):
+        members = group if isinstance(group, Group) else list(group)  # an iterator is read once
+        super().post(members, mode)
+        ranks = _ranks(members)
+        self._drain()
+        now = clock().publish()
+        for origin in ranks:
+            self._ck_private.send(now, origin, _POST)
+        self._ck_exposure_group = ranks
+        return _Epoch(self, self.wait)
+
+    def start(self, group, mode=0):
+        members = group if isinstance(group, Group) else list(group)  # an iterator is read once
+        super().start(members, mode)
+        ranks = _ranks(members)
+        self._drain()
+        self._ck_posts = set(ranks)
+        self._ck_access_group = ranks
+        self._new_epoch("start")
+        return _Epoch(self, self.complete)
+
+    def complete(self):
+        super().complete()
+        for target in list(self._ck_posts):
+            self._take_post(target)
+        group = self._ck_access_group
+        self._complete_accesses(group)
+        now = clock().publish()
+        for target in group:
+            self._ck_private.send((now, self._ck_outgoing.pop(target, [])), target, _COMPLETE)
+        self._ck_access_group = []
+        self._drain()
+        self._report()
+
+    def wait(self):
+        super().wait()
+        self._take_completes()
+
+    def test(self):
+        done = super().test()
+        if done:
+            self._take_completes()
+        return done
+
+    def lock(self, rank, lock_type=LOCK_EXCLUSIVE, mode=0):
+        super().lock(rank, lock_type, mode)
+        self._drain()
+        exclusive = lock_type == LOCK_EXCLUSIVE
+        self._ck_locks[rank] = exclusive
+        if rank != PROC_NULL:
+            # An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
+            self._take_lock_clocks([rank], every_holder=exclusive)
+        self._new_epoch(f"{'exclusive' if exclusive else 'shared'} lock", f" on rank {rank}")
+        return _Epoch(self, lambda: self.unlock(rank))
+
+    def unlock(self, rank):
+        exclusive = self._ck_locks.pop(rank, None)
+        if exclusive is not None and rank != PROC_NULL:
+            self._release([rank], exclusive)
+        super().unlock(rank)
+        self._drain()
+        self._report()
+
+    def lock_all(self, mode=0):
+        super().lock_all(mode)
+        self._drain()
+        self._ck_lock_all = True
+        self._take_lock_clocks(range(self._comm.size), every_holder=False)
+        self._new_epoch("lock_all")
+        return _Epoch(self, self.unlock_all)
+
+    def unlock_all(self):
+        if self._ck_lock_all:
+            self._ck_lock_all = False
+            self._release(range(self._comm.size), exclusive=False)
+        super().unlock_all()
+        self._drain()
+        self._report()
+
+    def flush(self, rank):
+        super().flush(rank)
+        self._completed([rank])
+
+    def flush_all(self):
+        super().flush_all()
+        self._completed(range(self._comm.size))
+
+    def flush_local(self, rank):
+        super().flush_local(rank)  # completes at the origin only: orders nothing at the target
+        self._drain()
+        self._report()
+
+    def flush_local_all(self):
+        super().flush_local_all()
+        self._drain()
+        self._report()
+
+    def sync(self):
+        super().sync()
+        self._drain()
+        self._report()
+
+    def free(self):
+        if self._core.freed:
+            return super().free()
+        self._exchange_all()
+        super().free()  # may refuse (an epoch still open): the lock clocks stay for the next try
+        if self._ck_clocks is not None:
+            self._ck_clocks.unlock_all()
+            self._ck_clocks.free()
+        self._report()
+
+    # ---- the record of an access ----
+
+    def _record(self, call, kind, op, data, target_rank, target_disp, target) -> None:
+        rank = operator.index(target_rank)
+        if rank == PROC_NULL:
+            return
+        if rank in self._ck_posts:
+            self._take_post(rank)
+        shape, dtype, unit = self._layout[rank]
+        if isinstance(data, (np.ndarray, np.generic)):  # a NumPy scalar keeps its dtype too
+            count, itemsize, element = data.size, data.dtype.itemsize, data.dtype
+        else:
+            count = len(data) if isinstance(data, (list, tuple)) else 1
+            itemsize, element = dtype.itemsize, dtype
+        if call in ("win.fetch_and_op", "win.compare_and_swap"):
+            count = 1
+        if count == 0:
+            return
+        if target is None:
+            start = operator.index(target_disp) * unit
+            spans: tuple[tuple[int, int], ...] = ((start, start + count * itemsize),)
+        else:
+            spans = _spans(*self._region(call[4:], rank, target, count))
+        own = self._ck_world[self._comm.rank]
+        now = clock()
+        access = Access(
+            own,
+            self._comm.rank,
+            rank,
+            call,
+            kind,
+            "" if op is None else op if isinstance(op, str) else op.name,
+            "" if op is None else str(element if dtype == np.uint8 else dtype),
+            spans,
+            now.now(),
+            now.tick,
+            NOT_DONE,
+            NOT_DONE,
+            _site(),
+            self._ck_epoch,
+        )
+        now.tick += 1
+        pending = self._ck_inflight.setdefault(rank, [])
+        for earlier in pending:
+            if overlap(earlier.spans, spans) is not None:
+                why = conflict(earlier, access)
+                if why is not None:
+                    pending.append(access)
+                    self._ck_found = self._ck_found or message(self._ck_name, earlier, access, why)
+                    self._report()  # at the call itself
+                    return
+        pending.append(access)
+
+    def _new_epoch(self, kind: str, where: str = "") -> None:
+        """Name the epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2")."""
+        self._ck_epochs += 1
+        self._ck_epoch = f"{kind} epoch {self._ck_epochs}{where}"
+
+    # ---- completion and delivery ----
+
+    def _complete_accesses(self, targets: Iterable[int]) -> None:
+        """Stamp the accesses to `targets` as completed there by the call being made."""
+        now = clock()
+        done, tick = now.next_publication(), now.tick
+        for target in targets:
+            pending = self._ck_inflight.pop(target, None)
+            if pending:
+                out = self._ck_outgoing.setdefault(target, [])
+                out.extend(access._replace(done_tick=tick, done=done) for access in pending)
+        now.tick += 1
+
+    def _completed(self, targets: Iterable[int]) -> None:
+        """After a flush: send the completed accesses of a target once enough wait."""
+        targets = list(targets)
+        self._complete_accesses(targets)
+        for target in targets:
+            if len(self._ck_outgoing.get(target, ())) >= _BATCH:
+                self._send(target)
+        self._drain()
+        self._report()
+
+    def _send(self, target: int) -> None:
+        accesses = self._ck_outgoing.pop(target, None)
+        if not accesses:
+            return
+        if target == self._comm.rank:
+            self._learn(accesses)
+        else:
+            self._ck_private.send(accesses, target, _ACCESSES)
+            self._ck_sent[target] += 1
+
+    def _release(self, targets: Iterable[int], exclusive: bool) -> None:
+        """Before an unlock: complete the accesses, leave this rank's clock at the targets, send."""
+        targets = list(targets)
+        self._complete_accesses(targets)
+        now = np.asarray(clock().publish(), dtype=np.int64)
+        size = now.size
+        for target in targets:
+            self._ck_clocks.accumulate(now, target, 0, MAX)
+            if exclusive:
+                self._ck_clocks.accumulate(now, target, size, MAX)
+        self._ck_clocks.flush_all()
+        for target in targets:
+            self._send(target)
+
+    def _take_lock_clocks(self, targets: Iterable[int], every_holder: bool) -> None:
+        size = len(clock().now())
+        buffers = []
+        for target in targets:
+            buffer = np.empty(size, np.int64)
+            self._ck_clocks.get(buffer, target, 0 if every_holder else size)
+            buffers.append(buffer)
+        self._ck_clocks.flush_all()
+        clock().merge_all(buffer.tolist() for buffer in buffers)
+
+    def _take_post(self, target: int) -> None:
+        clock().merge(self._ck_private.recv(target, _POST))
+        self._ck_posts.discard(target)
+
+    def _take_completes(self) -> None:
+        group, self._ck_exposure_group = self._ck_exposure_group or [], None
+        for origin in group:
+            now, accesses = self._ck_private.recv(origin, _COMPLETE)
+            clock().merge(now)
+            self._learn(accesses)
+        self._drain()
+        self._report()
+
+    def _learn(self, accesses: list[Access]) -> None:
+        """Check accesses to this rank; keep the first conflict for _report."""
+        found = self._ck_journal.add(accesses)
+        if found and self._ck_found is None:
+            self._ck_found = found
+
+    def _report(self) -> None:
+        """Raise (or warn of) the conflict found, once the call's own work is done. A window
+        reports its first conflict only: the later ones are mostly that one's echoes."""
+        found, self._ck_found = self._ck_found, None
+        if found and not self._ck_reported:
+            self._ck_reported = True
+            check.report(found)
+
+    def _drain(self) -> None:
+        """Take in the accesses other origins sent without a collective call."""
+        status = Status()
+        while self._ck_listen.test(status):
+            accesses = self._ck_listen.wait(status)
+            self._ck_received[status.source] += 1
+            self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
+            self._learn(accesses)
+
+    def _exchange_all(self) -> None:
+        """At a fence or free: every rank's accesses to every other, then forget them all."""
+        size = self._comm.size
+        self._complete_accesses(range(size))
+        now = clock().publish()
+        items = self._ck_private.alltoall([(now, self._ck_outgoing.pop(r, []), self._ck_sent[r]) for r in range(size)])
+        for origin, (other, accesses, sent) in enumerate(items):
+            clock().merge(other)
+            self._learn(accesses)
+            while self._ck_received[origin] < sent:  # what it sent without a collective call
+                status = Status()
+                self._learn(self._ck_listen.wait(status))
+                self._ck_received[status.source] += 1
+                self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
+        self._ck_journal.clear()
+        self._new_epoch("fence")
+
+
+def _any_source() -> int:
+    from ..comm import ANY_SOURCE
+
+    return ANY_SOURCE
+
+
+def _spans(offset: int, itemsize: int, dims: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Return the sorted, merged byte ranges of a strided region (window._region's form)."""
+    starts = np.array([offset], dtype=np.int64)
+    for count, stride in dims:
+        starts = (starts[:, None] + np.arange(count, dtype=np.int64)[None, :] * stride).ravel()
+    starts.sort()
+    spans: list[list[int]] = []
+    for start in starts.tolist():
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], start + itemsize)
+        else:
+            spans.append([start, start + itemsize])
+    return tuple((a, b) for a, b in spans)
+
+
+# The checked calls say what the plain ones say (help(), IPython's ?).
+for _name, _method in list(vars(CheckedWindow).items()):
+    if not _name.startswith("_") and callable(_method) and hasattr(Window, _name):
+        _method.__doc__ = getattr(Window, _name).__doc__
