@@ -47,6 +47,9 @@ _BATCH = 64
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_SITES: dict[tuple[str, int], str] = {}
+
+
 def _site() -> str:
     """Return the user's file and line of the call being recorded (the first frame outside rma)."""
     frame = sys._getframe(2)
@@ -54,7 +57,11 @@ def _site() -> str:
         frame = frame.f_back
     if frame is None:
         return "?"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    site = _SITES.get(where)
+    if site is None:
+        site = _SITES[where] = f"{os.path.basename(where[0])}:{where[1]}"
+    return site
 
 
 def _ranks(group: Group | list) -> list[int]:
@@ -89,8 +96,10 @@ class CheckedWindow(Window):
         self._ck_world = list(members)  # window rank -> world rank (the clock's index)
         self._ck_name = self._core.label
         self._ck_private = Comm(comm._core.split(0, comm.rank, "Window (RMA_CHECK)"))
-        self._ck_inflight: dict[int, list[Access]] = {}
-        self._ck_outgoing: dict[int, list[Access]] = {}
+        self._ck_inflight: dict[int, dict[Access, None]] = {}  # by target, in call order
+        self._ck_outgoing: dict[int, dict[tuple[Access, int], Access]] = {}  # completed, not sent yet
+        self._ck_stamp: tuple[int, ...] | None = None  # the clock _ck_made's accesses were made at
+        self._ck_made: dict[tuple, Access] = {}
         self._ck_sent = [0] * comm.size
         self._ck_received = [0] * comm.size
         self._ck_journal = Journal(self._ck_name)
@@ -204,7 +213,7 @@ class CheckedWindow(Window):
         self._complete_accesses(group)
         now = clock().publish()
         for target in group:
-            self._ck_private.send((now, self._ck_outgoing.pop(target, [])), target, _COMPLETE)
+            self._ck_private.send((now, list(self._ck_outgoing.pop(target, {}).values())), target, _COMPLETE)
         self._ck_access_group = []
         self._drain()
         self._report()
@@ -310,35 +319,53 @@ class CheckedWindow(Window):
             spans: tuple[tuple[int, int], ...] = ((start, start + count * itemsize),)
         else:
             spans = _spans(*self._region(call[4:], rank, target, count))
-        own = self._ck_world[self._comm.rank]
+        site = _site()
         now = clock()
-        access = Access(
-            own,
-            self._comm.rank,
-            rank,
-            call,
-            kind,
-            "" if op is None else op if isinstance(op, str) else op.name,
-            "" if op is None else str(element if dtype == np.uint8 else dtype),
-            spans,
-            now.now(),
-            now.tick,
-            NOT_DONE,
-            NOT_DONE,
-            _site(),
-            self._ck_epoch,
-        )
+        stamp = now.now()
+        if stamp is not self._ck_stamp:  # the clock moved: accesses made before are of another time
+            self._ck_stamp, self._ck_made = stamp, {}
+        key = (rank, call, kind, op, element, spans, site, self._ck_epoch)
+        access = self._ck_made.get(key)
+        if access is None:
+            # One Access per shape and clock: a loop that repeats a call between two moves of the
+            # clock makes one record, which stands for every repetition (each would be ordered
+            # and conflict exactly as the first; the same origin's own order is checked here).
+            access = self._ck_made[key] = Access(
+                self._ck_world[self._comm.rank],
+                self._comm.rank,
+                rank,
+                call,
+                kind,
+                "" if op is None else op if isinstance(op, str) else op.name,
+                "" if op is None else str(element if dtype == np.uint8 else dtype),
+                spans,
+                stamp,
+                now.tick,
+                NOT_DONE,
+                NOT_DONE,
+                site,
+                self._ck_epoch,
+            )
         now.tick += 1
-        pending = self._ck_inflight.setdefault(rank, [])
+        pending = self._ck_inflight.get(rank)
+        if pending is None:
+            pending = self._ck_inflight[rank] = {}
+        elif access in pending:  # made again before completing: only with itself can it conflict
+            self._check_pair(access, access)
+            return
         for earlier in pending:
-            if overlap(earlier.spans, spans) is not None:
-                why = conflict(earlier, access)
-                if why is not None:
-                    pending.append(access)
-                    self._ck_found = self._ck_found or message(self._ck_name, earlier, access, why)
-                    self._report()  # at the call itself
-                    return
-        pending.append(access)
+            if overlap(earlier.spans, spans) is not None and self._check_pair(earlier, access):
+                break
+        pending[access] = None
+
+    def _check_pair(self, earlier: Access, access: Access) -> bool:
+        """Report two accesses of this origin to one target, both not completed, if they conflict."""
+        why = conflict(earlier, access)
+        if why is None:
+            return False
+        self._ck_found = self._ck_found or message(self._ck_name, earlier, access, why)
+        self._report()  # at the call itself
+        return True
 
     def _new_epoch(self, kind: str, where: str = "") -> None:
         """Name the epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2")."""
@@ -354,8 +381,12 @@ class CheckedWindow(Window):
         for target in targets:
             pending = self._ck_inflight.pop(target, None)
             if pending:
-                out = self._ck_outgoing.setdefault(target, [])
-                out.extend(access._replace(done_tick=tick, done=done) for access in pending)
+                out = self._ck_outgoing.get(target)
+                if out is None:
+                    out = self._ck_outgoing[target] = {}
+                for access in pending:
+                    if (access, done) not in out:  # a repetition completed by the same publication
+                        out[access, done] = access._replace(done_tick=tick, done=done)
         now.tick += 1
 
     def _completed(self, targets: Iterable[int]) -> None:
@@ -369,9 +400,10 @@ class CheckedWindow(Window):
         self._report()
 
     def _send(self, target: int) -> None:
-        accesses = self._ck_outgoing.pop(target, None)
-        if not accesses:
+        outgoing = self._ck_outgoing.pop(target, None)
+        if not outgoing:
             return
+        accesses = list(outgoing.values())
         if target == self._comm.rank:
             self._learn(accesses)
         else:
@@ -443,7 +475,8 @@ class CheckedWindow(Window):
         size = self._comm.size
         self._complete_accesses(range(size))
         now = clock().publish()
-        items = self._ck_private.alltoall([(now, self._ck_outgoing.pop(r, []), self._ck_sent[r]) for r in range(size)])
+        outgoing = [list(self._ck_outgoing.pop(r, {}).values()) for r in range(size)]
+        items = self._ck_private.alltoall([(now, outgoing[r], self._ck_sent[r]) for r in range(size)])
         for origin, (other, accesses, sent) in enumerate(items):
             clock().merge(other)
             self._learn(accesses)
