@@ -238,6 +238,49 @@ mutex.free()
 }
 
 
+# Origin arrays changed before the call completed at the origin (found there, at the completing
+# call, on every rank), and changed after (nothing to say).
+ORIGINS = {
+    "changed before the flush": ("buf = np.arange(4)\nwith win.lock(0):\n    win.put(buf, 0, 4)\n    buf[0] = 9", True),
+    "rput changed before its wait": (
+        "buf = np.arange(4)\nwith win.lock(0):\n    request = win.rput(buf, 0, 4)\n    buf[1] = 9\n    request.wait()",
+        True,
+    ),
+    "changed after flush_local": (
+        "buf = np.arange(4)\nwith win.lock(0):\n    win.put(buf, 0, 4)\n    win.flush_local(0)\n    buf[0] = 9",
+        False,
+    ),
+    "changed after its request's wait": (
+        "buf = np.arange(4)\nwith win.lock(0):\n    win.rput(buf, 0, 4).wait()\n    buf[0] = 9",
+        False,
+    ),
+    "a list origin, changed at once": (
+        "buf = [1, 2]\nwith win.lock(0):\n    win.put(buf, 0, 4)\n    buf[0] = 9",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("case", ORIGINS)
+def test_an_origin_array_changed_too_early_is_found(case, size):
+    body, racy = ORIGINS[case]
+    results = run(body, size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if not racy:
+        assert found == {}
+        return
+    assert set(found) == set(range(size)), found
+    for rank, message in found.items():
+        assert message.startswith(
+            f"rma: RMA_CHECK: the origin array of win.{'rput' if 'rput' in case else 'put'} "
+            f"by rank {rank} to rank 0, bytes 32-63"
+        ), message
+        assert f"changed before the call completed at rank {rank}" in message
+
+
 # A few of each through libfabric, where the lock clocks and the accesses travel as messages
 # and one-sided calls of the fabric (the rest run there too in dev.sh's libfabric pass).
 THROUGH_LIBFABRIC = ["put-put in a fence epoch", "puts under shared locks", "get-accumulate in PSCW"]

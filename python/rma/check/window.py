@@ -37,6 +37,7 @@ from ..window import Window
 from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap
 from .clock import clock
 from .journal import Journal, message
+from .origins import OriginWatch
 
 __all__ = ["CheckedWindow"]
 
@@ -85,6 +86,33 @@ class _Epoch:
         return False
 
 
+class _WatchedRequest:
+    """A request-based call whose origin array is watched: its wait or test completes it here."""
+
+    __slots__ = ("_request", "_window", "_target", "_entry")
+
+    def __init__(self, request: Any, window: CheckedWindow, target: int, entry: Any) -> None:
+        self._request, self._window, self._target, self._entry = request, window, target, entry
+
+    def wait(self) -> Any:
+        result = self._request.wait()
+        self._done()
+        return result
+
+    def test(self) -> bool:
+        done = self._request.test()
+        if done:
+            self._done()
+        return done
+
+    def _done(self) -> None:
+        window = self._window
+        found = window._ck_origins.request_completed(self._target, self._entry)
+        if found and window._ck_found is None:
+            window._ck_found = found
+        window._report()
+
+
 class _Companion(Window):
     """The private window of lock clocks (a subclass, so that it is not checked itself)."""
 
@@ -98,6 +126,7 @@ class CheckedWindow(Window):
         self._ck_private = Comm(comm._core.split(0, comm.rank, "Window (RMA_CHECK)"))
         self._ck_inflight: dict[int, dict[Access, None]] = {}  # by target, in call order
         self._ck_outgoing: dict[int, dict[tuple[Access, int], Access]] = {}  # completed, not sent yet
+        self._ck_origins = OriginWatch()
         self._ck_stamp: tuple[int, ...] | None = None  # the clock _ck_made's accesses were made at
         self._ck_made: dict[tuple, Access] = {}
         self._ck_sent = [0] * comm.size
@@ -123,7 +152,7 @@ class CheckedWindow(Window):
 
     def put(self, origin, target_rank, target_disp=0, *, target=None):
         super().put(origin, target_rank, target_disp, target=target)
-        self._record("win.put", WRITE, None, origin, target_rank, target_disp, target)
+        self._record("win.put", WRITE, None, origin, target_rank, target_disp, target, origin)
 
     def get(self, result, target_rank, target_disp=0, *, target=None):
         super().get(result, target_rank, target_disp, target=target)
@@ -131,26 +160,25 @@ class CheckedWindow(Window):
 
     def accumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
         super().accumulate(origin, target_rank, target_disp, op, target=target)
-        self._record("win.accumulate", UPDATE, op, origin, target_rank, target_disp, target)
+        self._record("win.accumulate", UPDATE, op, origin, target_rank, target_disp, target, origin)
 
     def get_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
         super().get_accumulate(origin, result, target_rank, target_disp, op, target=target)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
-        self._record("win.get_accumulate", kind, op, result, target_rank, target_disp, target)
+        self._record("win.get_accumulate", kind, op, result, target_rank, target_disp, target, origin)
 
     def fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM):
         super().fetch_and_op(origin, result, target_rank, target_disp, op)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
-        self._record("win.fetch_and_op", kind, op, result, target_rank, target_disp, None)
+        self._record("win.fetch_and_op", kind, op, result, target_rank, target_disp, None, origin)
 
     def compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
         super().compare_and_swap(origin, compare, result, target_rank, target_disp)
-        self._record("win.compare_and_swap", UPDATE, "CAS", result, target_rank, target_disp, None)
+        self._record("win.compare_and_swap", UPDATE, "CAS", result, target_rank, target_disp, None, origin)
 
     def rput(self, origin, target_rank, target_disp=0, *, target=None):
         request = super().rput(origin, target_rank, target_disp, target=target)
-        self._record("win.rput", WRITE, None, origin, target_rank, target_disp, target)
-        return request
+        return self._record("win.rput", WRITE, None, origin, target_rank, target_disp, target, origin, request)
 
     def rget(self, result, target_rank, target_disp=0, *, target=None):
         request = super().rget(result, target_rank, target_disp, target=target)
@@ -159,14 +187,13 @@ class CheckedWindow(Window):
 
     def raccumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
         request = super().raccumulate(origin, target_rank, target_disp, op, target=target)
-        self._record("win.raccumulate", UPDATE, op, origin, target_rank, target_disp, target)
-        return request
+        return self._record("win.raccumulate", UPDATE, op, origin, target_rank, target_disp, target, origin, request)
 
     def rget_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
         request = super().rget_accumulate(origin, result, target_rank, target_disp, op, target=target)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
-        self._record("win.rget_accumulate", kind, op, result, target_rank, target_disp, target)
-        return request
+        call = "win.rget_accumulate"
+        return self._record(call, kind, op, result, target_rank, target_disp, target, origin, request)
 
     # ---- synchronization ----
     # A conflict found while a call is made is reported at its end, once the call's own work is
@@ -273,11 +300,13 @@ class CheckedWindow(Window):
 
     def flush_local(self, rank):
         super().flush_local(rank)  # completes at the origin only: orders nothing at the target
+        self._completed_here([rank])
         self._drain()
         self._report()
 
     def flush_local_all(self):
         super().flush_local_all()
+        self._completed_here(range(self._comm.size))
         self._drain()
         self._report()
 
@@ -298,10 +327,12 @@ class CheckedWindow(Window):
 
     # ---- the record of an access ----
 
-    def _record(self, call, kind, op, data, target_rank, target_disp, target) -> None:
+    def _record(self, call, kind, op, data, target_rank, target_disp, target, origin=None, request=None):
+        """Record the access a call made (`data`: the array or value whose size it moves), watch
+        its origin array, and return its request (wrapped, when it has an origin to watch)."""
         rank = operator.index(target_rank)
         if rank == PROC_NULL:
-            return
+            return request
         if rank in self._ck_posts:
             self._take_post(rank)
         shape, dtype, unit = self._layout[rank]
@@ -313,7 +344,7 @@ class CheckedWindow(Window):
         if call in ("win.fetch_and_op", "win.compare_and_swap"):
             count = 1
         if count == 0:
-            return
+            return request
         if target is None:
             start = operator.index(target_disp) * unit
             spans: tuple[tuple[int, int], ...] = ((start, start + count * itemsize),)
@@ -347,16 +378,18 @@ class CheckedWindow(Window):
                 self._ck_epoch,
             )
         now.tick += 1
+        watched = self._ck_origins.watch(rank, origin, access)
         pending = self._ck_inflight.get(rank)
         if pending is None:
             pending = self._ck_inflight[rank] = {}
-        elif access in pending:  # made again before completing: only with itself can it conflict
+        if access in pending:  # made again before completing: only with itself can it conflict
             self._check_pair(access, access)
-            return
-        for earlier in pending:
-            if overlap(earlier.spans, spans) is not None and self._check_pair(earlier, access):
-                break
-        pending[access] = None
+        else:
+            for earlier in pending:
+                if overlap(earlier.spans, spans) is not None and self._check_pair(earlier, access):
+                    break
+            pending[access] = None
+        return request if request is None or watched is None else _WatchedRequest(request, self, rank, watched)
 
     def _check_pair(self, earlier: Access, access: Access) -> bool:
         """Report two accesses of this origin to one target, both not completed, if they conflict."""
@@ -376,6 +409,8 @@ class CheckedWindow(Window):
 
     def _complete_accesses(self, targets: Iterable[int]) -> None:
         """Stamp the accesses to `targets` as completed there by the call being made."""
+        targets = list(targets)
+        self._completed_here(targets)
         now = clock()
         done, tick = now.next_publication(), now.tick
         for target in targets:
@@ -388,6 +423,12 @@ class CheckedWindow(Window):
                     if (access, done) not in out:  # a repetition completed by the same publication
                         out[access, done] = access._replace(done_tick=tick, done=done)
         now.tick += 1
+
+    def _completed_here(self, targets: Iterable[int]) -> None:
+        """The calls to `targets` completed at this rank: their origin arrays are free again."""
+        found = self._ck_origins.completed(targets)
+        if found and self._ck_found is None:
+            self._ck_found = found
 
     def _completed(self, targets: Iterable[int]) -> None:
         """After a flush: send the completed accesses of a target once enough wait."""
