@@ -45,3 +45,16 @@ def finish(processes: list[subprocess.Popen], timeout: float = 30) -> list[tuple
             raise
         results.append((process.returncode, out, err))
     return results
+
+
+def run_job(code, size, env, timeout=60):
+    """Run `code` on `size` ranks joined by a store of their own, with `env` added to their
+    environment; return [(status, stdout, stderr)] in rank order."""
+    from rma._job.store_server import StoreServer
+
+    store = StoreServer(size=size)
+    store.start()
+    try:
+        return finish(start_ranks(code, size, store, extra_env=env, rank_variable="RMA_RANK"), timeout=timeout)
+    finally:
+        store.close()

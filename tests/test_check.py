@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from handmade_ranks import finish, start_ranks
-from rma._job.store_server import StoreServer
+from handmade_ranks import run_job
 
 SIZES = [1, 2, 4]
 
@@ -37,14 +36,9 @@ print("END", flush=True)
 
 
 def run(body, size, mode="1", timeout=60, **more_env):
-    store = StoreServer(size=size)
-    store.start()
-    try:
-        code = PROGRAM.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
-        env = {"RMA_CHECK": mode, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **more_env}
-        return finish(start_ranks(code, size, store, extra_env=env, rank_variable="RMA_RANK"), timeout=timeout)
-    finally:
-        store.close()
+    code = PROGRAM.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+    env = {"RMA_CHECK": mode, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **more_env}
+    return run_job(code, size, env, timeout)
 
 
 def conflicts(results):

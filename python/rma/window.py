@@ -148,10 +148,8 @@ class Window(_core.Window):
     @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
         call = _CREATION_CALLS[flavor]
-        if _check.MODE is not None and cls is Window:  # RMA_CHECK: the checked kind (rma/check/)
-            from .check.window import CheckedWindow
-
-            cls = CheckedWindow
+        if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
+            cls = _kind(flavor)
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
@@ -178,7 +176,9 @@ class Window(_core.Window):
         window._disp_unit = unit
         window._info = hints
         window._layout = layout
-        if _check.MODE is not None and hasattr(window, "_start_checking"):
+        if hasattr(window, "_start_separate"):
+            window._start_separate()
+        if hasattr(window, "_start_checking"):
             window._start_checking()
         return window
 
@@ -329,6 +329,23 @@ class Window(_core.Window):
             raise TypeError(f"rma: win.{call}: a rank must be an integer, not {type(rank).__name__}") from None
         self._core.check_rank(call, rank, False)
         return rank
+
+
+def _kind(flavor: str) -> type[Window]:
+    """Return the window class the job's settings ask for: Window unless RMA_CHECK (rma/check/)
+    or RMA_MODEL=separate (rma/separate.py; not for dynamic windows) is set. Without either,
+    no Python comes between the calls and the core."""
+    from . import separate
+
+    checked = _check.MODE is not None
+    apart = separate.MODEL == "separate" and flavor != "dynamic"
+    if not checked and not apart:
+        return Window
+    from .check.window import CheckedWindow
+
+    if not apart:
+        return CheckedWindow
+    return separate.CheckedSeparateWindow if checked else separate.SeparateWindow
 
 
 _CANONICAL = {dtype: dtype for dtype in _core.ELEMENT_DTYPES}

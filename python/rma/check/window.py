@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import check
 from ..comm import Comm, Status
+from .._python_epoch import PythonEpoch
 from ..group import Group
 from ..ops import LOCK_EXCLUSIVE, MAX, NO_OP, PROC_NULL, SUM
 from ..window import Window
@@ -68,22 +69,6 @@ def _site() -> str:
 def _ranks(group: Group | list) -> list[int]:
     """Return a group's ranks, once the call has accepted it."""
     return list(group.ranks) if isinstance(group, Group) else [operator.index(rank) for rank in group]
-
-
-class _Epoch:
-    """An open epoch of a checked window: its exit makes the checked closing call."""
-
-    __slots__ = ("_window", "_close")
-
-    def __init__(self, window: CheckedWindow, close: Any) -> None:
-        self._window, self._close = window, close
-
-    def __enter__(self) -> CheckedWindow:
-        return self._window
-
-    def __exit__(self, *exc_info: object) -> bool:
-        self._close()
-        return False
 
 
 class _WatchedRequest:
@@ -204,7 +189,7 @@ class CheckedWindow(Window):
         super().fence(mode)
         self._exchange_all()
         self._report()
-        return _Epoch(self, self._close_fence)
+        return PythonEpoch(self, self._close_fence)
 
     def _close_fence(self) -> None:
         from ..ops import Mode
@@ -220,7 +205,7 @@ class CheckedWindow(Window):
         for origin in ranks:
             self._ck_private.send(now, origin, _POST)
         self._ck_exposure_group = ranks
-        return _Epoch(self, self.wait)
+        return PythonEpoch(self, self.wait)
 
     def start(self, group, mode=0):
         members = group if isinstance(group, Group) else list(group)  # an iterator is read once
@@ -230,7 +215,7 @@ class CheckedWindow(Window):
         self._ck_posts = set(ranks)
         self._ck_access_group = ranks
         self._new_epoch("start")
-        return _Epoch(self, self.complete)
+        return PythonEpoch(self, self.complete)
 
     def complete(self):
         super().complete()
@@ -264,7 +249,7 @@ class CheckedWindow(Window):
             # An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
             self._take_lock_clocks([rank], every_holder=exclusive)
         self._new_epoch(f"{'exclusive' if exclusive else 'shared'} lock", f" on rank {rank}")
-        return _Epoch(self, lambda: self.unlock(rank))
+        return PythonEpoch(self, lambda: self.unlock(rank))
 
     def unlock(self, rank):
         exclusive = self._ck_locks.pop(rank, None)
@@ -280,7 +265,7 @@ class CheckedWindow(Window):
         self._ck_lock_all = True
         self._take_lock_clocks(range(self._comm.size), every_holder=False)
         self._new_epoch("lock_all")
-        return _Epoch(self, self.unlock_all)
+        return PythonEpoch(self, self.unlock_all)
 
     def unlock_all(self):
         if self._ck_lock_all:
