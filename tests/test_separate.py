@@ -100,7 +100,7 @@ win.free()
 
 def run(code, size, model="separate", **env):
     results = run_job(HEAD + code, size, {"RMA_MODEL": model, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **env})
-    for rank, (status, out, err) in enumerate(results):
+    for rank, (status, _, err) in enumerate(results):
         assert status == 0, f"rank {rank}: {err}"
     return [out for _, out, _ in results]
 
@@ -170,3 +170,24 @@ def test_a_bad_rma_model_is_refused():
         timeout=60,
     )
     assert done.returncode != 0 and "RMA_MODEL must be unified or separate, not 'weak'" in done.stderr
+
+
+def test_the_notebooks_separate_model_section_shows_the_difference():
+    """The bulletin-board notebook's last section runs its cell on a cluster started with
+    env={"RMA_MODEL": "separate"} and on a plain one: rank 0 must see 0, then 42, on the first,
+    and 42 at once on the second (nbmake runs the notebook, but checks no output)."""
+    import json
+    from pathlib import Path
+
+    from rma.notebook import Cluster
+
+    notebook = json.loads((Path(__file__).parents[1] / "notebooks" / "bulletin_board.ipynb").read_text())
+    cells = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    cell = next(text for text in cells if "before win.sync()" in text).removeprefix("%%rma\n")
+    seen = {}
+    for model, env in (("separate", {"RMA_MODEL": "separate"}), ("unified", None)):
+        with Cluster(2, env=env) as cluster:
+            results = cluster.run(cell)
+        assert all(result.error is None for result in results), [result.error for result in results]
+        seen[model] = [line.split(": ")[-1].strip() for line in results[0].stdout.splitlines()]
+    assert seen == {"separate": ["0", "42"], "unified": ["42", "42"]}

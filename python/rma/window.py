@@ -216,7 +216,10 @@ class Window(_core.Window):
 
     @property
     def model(self) -> str:
-        """Return the memory model: "unified" (puts land in the memory that win.local shows)."""
+        """Return the memory model: "unified" (puts land in the memory that win.local shows).
+
+        "separate" under RMA_MODEL=separate (rma.separate), which emulates MPI's separate model.
+        """
         return "unified"
 
     @property

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from .. import check
-from ..comm import Comm, Status
 from .._python_epoch import PythonEpoch
+from ..comm import Comm, Status
 from ..group import Group
 from ..ops import LOCK_EXCLUSIVE, MAX, NO_OP, PROC_NULL, SUM
 from ..window import Window

@@ -103,12 +103,15 @@ def show(results: list[RankResult]) -> None:
     display.finish(results)
 
 
-def start(n: int = 4, *, provider: str | None = None) -> Cluster:
-    """Start a cluster of `n` ranks, make it the one %%rma uses, and enable %%rma."""
+def start(n: int = 4, *, provider: str | None = None, env: dict[str, str] | None = None) -> Cluster:
+    """Start a cluster of `n` ranks, make it the one %%rma uses, and enable %%rma.
+
+    `env` adds to the ranks' environment: ``start(2, env={"RMA_CHECK": "1"})``.
+    """
     global _current
     if _current is not None:
         _current.stop()
-    _current = Cluster(n, provider=provider)
+    _current = Cluster(n, provider=provider, env=env)
     _register_magic()
     return _current
 

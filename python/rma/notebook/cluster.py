@@ -70,9 +70,12 @@ ErrorCallback = Callable[[RankResult], None]
 
 
 class Cluster:
-    """Start `n` ranks of one job that serve cells until stop()."""
+    """Start `n` ranks of one job that serve cells until stop(); `env` adds to their environment
+    (``{"RMA_MODEL": "separate"}``, ``{"RMA_CHECK": "1"}``)."""
 
-    def __init__(self, n: int = 4, *, provider: str | None = None, start_timeout: float = 60) -> None:
+    def __init__(
+        self, n: int = 4, *, provider: str | None = None, env: dict[str, str] | None = None, start_timeout: float = 60
+    ) -> None:
         if n < 1:
             raise ValueError(f"rma.notebook: a cluster needs at least one rank, not {n}")
         self.size = n
@@ -81,7 +84,7 @@ class Cluster:
         self._channels: list[Channel] = []
         self._processes: list[subprocess.Popen] = []
         for rank in range(n):
-            process, channel = start_worker(WORKER, rank, n, self._store, provider, CONTROL_FD)
+            process, channel = start_worker(WORKER, rank, n, self._store, provider, CONTROL_FD, env=env)
             self._processes.append(process)
             self._channels.append(channel)
         deadline = time.monotonic() + start_timeout
