@@ -275,6 +275,67 @@ def test_an_origin_array_changed_too_early_is_found(case, size):
         assert f"changed before the call completed at rank {rank}" in message
 
 
+# The owner's loads and stores of win.local, against the others' calls (and its own).
+LOCAL = {
+    # Rank 0 stores element 0 while the others put there, in one fence epoch: found on rank 0.
+    "store during the epoch's puts": (
+        "with win.fence():\n    if rank == 0:\n        win.local[0] = 5\n    else:\n        win.put(rank, 0, 0)",
+        2,
+        r"store to win\.local by rank 0, bytes 0-7, in its fence epoch 1, at <string>:12",
+    ),
+    # Rank 0 reads what rank 1 put and flushed, with nothing ordering the read after the flush.
+    "load with no barrier after the flush": (
+        "with win.lock_all():\n    if rank == 1:\n        win.put(3, 0, 1)\n        win.flush(0)\n    if rank == 0:\n        x = win.local[1:3].sum()",
+        2,
+        r"load of win\.local by rank 0, bytes 8-23, in its lock_all epoch 1, at <string>:15",
+    ),
+    # The owner's own put to itself, read before a flush: found at its next call, on every rank.
+    "own put read before its flush": (
+        "with win.lock(rank):\n    win.put(9, rank, 2)\n    x = win.local[2]",
+        1,
+        r"load of win\.local by rank (\d), bytes 16-23",
+    ),
+    # Safe: the store and the reads after the fences, a neighbour's bytes, a get with a load.
+    "loads after the closing fence": (
+        "with win.fence():\n    if rank != 0:\n        win.put(rank, 0, rank % 8)\nprint(win.local.tolist(), win.local[1], np.sum(win.local))\nwin.local[:] = 0\nwin.fence()",
+        None,
+        None,
+    ),
+    "load after flush and barrier": (
+        "with win.lock_all():\n    if rank == size - 1:\n        win.put(3, 0, 1)\n        win.flush(0)\n    comm.barrier()\n    if rank == 0:\n        x = win.local[1]",
+        None,
+        None,
+    ),
+    "store beside the puts": (
+        "with win.fence():\n    if rank == 0:\n        win.local[0] += 1\n    else:\n        win.put(rank, 0, 1 + rank % 7)",
+        None,
+        None,
+    ),
+    "loads beside gets": (
+        "with win.fence():\n    win.get(out, 0, 3)\n    x = win.local[3] if rank == 0 else None",
+        None,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("case", LOCAL)
+def test_loads_and_stores_of_win_local_are_checked(case, size):
+    body, smallest, pattern = LOCAL[case]
+    results = run(body, size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if smallest is None or size < smallest:
+        assert found == {}, found
+        return
+    finders = set(range(size)) if smallest == 1 else {0}
+    assert set(found) == finders, found
+    for message in found.values():
+        assert re.search(pattern, message), (pattern, message)
+
+
 # A few of each through libfabric, where the lock clocks and the accesses travel as messages
 # and one-sided calls of the fabric (the rest run there too in dev.sh's libfabric pass).
 THROUGH_LIBFABRIC = ["put-put in a fence epoch", "puts under shared locks", "get-accumulate in PSCW"]

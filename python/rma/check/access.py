@@ -88,7 +88,9 @@ def describe(access: Access) -> str:
     """Name an access for a message: the call, its ranks, bytes, epoch and source line."""
     start, stop = access.spans[0][0], access.spans[-1][1]
     op = f" ({access.op})" if access.op else ""
-    return (
-        f"{access.call}{op} by rank {access.origin_rank} to rank {access.target_rank}, "
-        f"bytes {start}-{stop - 1}, in its {access.epoch}, at {access.site}"
+    whose = (
+        f"rank {access.origin_rank}"
+        if access.call.endswith("win.local")
+        else (f"rank {access.origin_rank} to rank {access.target_rank}")
     )
+    return f"{access.call}{op} by {whose}, bytes {start}-{stop - 1}, in its {access.epoch}, at {access.site}"

@@ -38,6 +38,7 @@ from ..window import Window
 from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap
 from .clock import clock
 from .journal import Journal, message
+from .local import WatchedArray, spans_of
 from .origins import OriginWatch
 
 __all__ = ["CheckedWindow"]
@@ -47,6 +48,7 @@ _POST, _COMPLETE, _ACCESSES = 1, 2, 3
 # Accesses an origin keeps for a target before it sends them without waiting for an unlock.
 _BATCH = 64
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY = os.path.dirname(np.__file__)
 
 
 _SITES: dict[tuple[str, int], str] = {}
@@ -55,7 +57,7 @@ _SITES: dict[tuple[str, int], str] = {}
 def _site() -> str:
     """Return the user's file and line of the call being recorded (the first frame outside rma)."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE, _NUMPY)):
         frame = frame.f_back
     if frame is None:
         return "?"
@@ -112,6 +114,7 @@ class CheckedWindow(Window):
         self._ck_inflight: dict[int, dict[Access, None]] = {}  # by target, in call order
         self._ck_outgoing: dict[int, dict[tuple[Access, int], Access]] = {}  # completed, not sent yet
         self._ck_origins = OriginWatch()
+        self._ck_base = self._local.__array_interface__["data"][0]
         self._ck_stamp: tuple[int, ...] | None = None  # the clock _ck_made's accesses were made at
         self._ck_made: dict[tuple, Access] = {}
         self._ck_sent = [0] * comm.size
@@ -132,6 +135,57 @@ class CheckedWindow(Window):
         if not self._info.get("no_locks"):
             self._ck_clocks = _Companion.allocate(self._ck_private, 2 * size, np.int64)
             self._ck_clocks.lock_all()
+
+    # ---- the owner's loads and stores ----
+
+    @property
+    def local(self) -> np.ndarray:
+        """Return this rank's window memory as a NumPy array (zero-copy; RMA_CHECK watches it)."""
+        self._check_open("local")
+        watched = self._local.view(WatchedArray)
+        watched._watcher = self
+        return watched
+
+    def _local_access(self, kind: str, array: np.ndarray) -> None:
+        """Record a load or store of win.local: an access of this rank to itself, complete at once."""
+        spans = spans_of(array, self._ck_base)
+        if not spans:
+            return
+        site = _site()
+        now = clock()
+        stamp = now.now()
+        if stamp is not self._ck_stamp:
+            self._ck_stamp, self._ck_made = stamp, {}
+        me = self._comm.rank
+        key = (kind, spans, site, self._ck_epoch)
+        access = self._ck_made.get(key)
+        known = access is not None
+        if not known:
+            store = kind == "store"
+            access = self._ck_made[key] = Access(
+                self._ck_world[me],
+                me,
+                me,
+                "store to win.local" if store else "load of win.local",
+                WRITE if store else READ,
+                "",
+                "",
+                spans,
+                stamp,
+                now.tick,
+                now.tick,
+                now.next_publication(),
+                site,
+                self._ck_epoch,
+            )
+        now.tick += 1
+        for earlier in self._ck_inflight.get(me, ()):  # this rank's own calls to itself, not completed
+            if overlap(earlier.spans, spans) is not None:
+                why = conflict(earlier, access)
+                if why is not None and self._ck_found is None:
+                    self._ck_found = message(self._ck_name, earlier, access, why)
+        if not known:
+            self._learn([access])
 
     # ---- communication: the call, then its record ----
 
