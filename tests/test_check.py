@@ -279,40 +279,82 @@ def test_an_origin_array_changed_too_early_is_found(case, size):
 LOCAL = {
     # Rank 0 stores element 0 while the others put there, in one fence epoch: found on rank 0.
     "store during the epoch's puts": (
-        "with win.fence():\n    if rank == 0:\n        win.local[0] = 5\n    else:\n        win.put(rank, 0, 0)",
+        """
+with win.fence():
+    if rank == 0:
+        win.local[0] = 5
+    else:
+        win.put(rank, 0, 0)
+""",
         2,
         r"store to win\.local by rank 0, bytes 0-7, in its fence epoch 1, at <string>:12",
     ),
     # Rank 0 reads what rank 1 put and flushed, with nothing ordering the read after the flush.
     "load with no barrier after the flush": (
-        "with win.lock_all():\n    if rank == 1:\n        win.put(3, 0, 1)\n        win.flush(0)\n    if rank == 0:\n        x = win.local[1:3].sum()",
+        """
+with win.lock_all():
+    if rank == 1:
+        win.put(3, 0, 1)
+        win.flush(0)
+    if rank == 0:
+        x = win.local[1:3].sum()
+""",
         2,
         r"load of win\.local by rank 0, bytes 8-23, in its lock_all epoch 1, at <string>:15",
     ),
     # The owner's own put to itself, read before a flush: found at its next call, on every rank.
     "own put read before its flush": (
-        "with win.lock(rank):\n    win.put(9, rank, 2)\n    x = win.local[2]",
+        """
+with win.lock(rank):
+    win.put(9, rank, 2)
+    x = win.local[2]
+""",
         1,
         r"load of win\.local by rank (\d), bytes 16-23",
     ),
     # Safe: the store and the reads after the fences, a neighbour's bytes, a get with a load.
     "loads after the closing fence": (
-        "with win.fence():\n    if rank != 0:\n        win.put(rank, 0, rank % 8)\nprint(win.local.tolist(), win.local[1], np.sum(win.local))\nwin.local[:] = 0\nwin.fence()",
+        """
+with win.fence():
+    if rank != 0:
+        win.put(rank, 0, rank % 8)
+print(win.local.tolist(), win.local[1], np.sum(win.local))
+win.local[:] = 0
+win.fence()
+""",
         None,
         None,
     ),
     "load after flush and barrier": (
-        "with win.lock_all():\n    if rank == size - 1:\n        win.put(3, 0, 1)\n        win.flush(0)\n    comm.barrier()\n    if rank == 0:\n        x = win.local[1]",
+        """
+with win.lock_all():
+    if rank == size - 1:
+        win.put(3, 0, 1)
+        win.flush(0)
+    comm.barrier()
+    if rank == 0:
+        x = win.local[1]
+""",
         None,
         None,
     ),
     "store beside the puts": (
-        "with win.fence():\n    if rank == 0:\n        win.local[0] += 1\n    else:\n        win.put(rank, 0, 1 + rank % 7)",
+        """
+with win.fence():
+    if rank == 0:
+        win.local[0] += 1
+    else:
+        win.put(rank, 0, 1 + rank % 7)
+""",
         None,
         None,
     ),
     "loads beside gets": (
-        "with win.fence():\n    win.get(out, 0, 3)\n    x = win.local[3] if rank == 0 else None",
+        """
+with win.fence():
+    win.get(out, 0, 3)
+    x = win.local[3] if rank == 0 else None
+""",
         None,
         None,
     ),
