@@ -448,3 +448,19 @@ def test_dynamic_window_attach_put_get_accumulate_detach(comm):
     win.fence(rma.Mode.NOSUCCEED)
     np.testing.assert_array_equal(got, [5, 5, 5])
     win.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2, 4])
+def test_in_place_operators_work_on_win_local(comm):
+    # `win.local += 1` assigns its in-place result back to the attribute: that is allowed, a
+    # replacement is not (it would leave the window's memory behind).
+    win = rma.Window.allocate(comm, 4, np.int64)
+    win.local += 1
+    win.local[1:3] *= 3
+    np.testing.assert_array_equal(win.local, [1, 3, 3, 1])
+    with pytest.raises(AttributeError, match="cannot be replaced"):
+        win.local = np.zeros(4, np.int64)
+    with pytest.raises(AttributeError, match="cannot be replaced"):
+        win.local = win.local[:2]  # the same memory, not the same array
+    np.testing.assert_array_equal(win.local, [1, 3, 3, 1])
+    win.free()

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from ._python_epoch import PythonEpoch
-from .window import Window
+from .window import Window, _keep_local
 
 __all__ = ["MODEL", "SeparateWindow"]
 
@@ -54,6 +54,10 @@ class SeparateWindow(Window):
         """Return this rank's private copy of its window memory (RMA_MODEL=separate)."""
         self._check_open("local")
         return self._private
+
+    @local.setter
+    def local(self, value: np.ndarray) -> None:
+        _keep_local(value, self._private)
 
     @property
     def model(self) -> str:

@@ -190,6 +190,11 @@ class Window(_core.Window):
         self._check_open("local")
         return self._local
 
+    @local.setter
+    def local(self, value: np.ndarray) -> None:
+        # `win.local += 1` works in place, then assigns its result back: allow exactly that.
+        _keep_local(value, self._local)
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Return the shape of this rank's window."""
@@ -352,6 +357,17 @@ def _kind(flavor: str) -> type[Window]:
 
 
 _CANONICAL = {dtype: dtype for dtype in _core.ELEMENT_DTYPES}
+
+
+def _keep_local(value: object, local: np.ndarray) -> None:
+    """Accept an assignment to win.local only when it is the window's own memory (what an
+    in-place operator like `+=` assigns back); refuse a replacement."""
+    if not (
+        isinstance(value, np.ndarray)
+        and value.shape == local.shape
+        and value.__array_interface__["data"][0] == local.__array_interface__["data"][0]
+    ):
+        raise AttributeError("rma: win.local cannot be replaced; assign into it instead (win.local[...] = x)")
 
 
 def _canonical(dtype: np.dtype) -> np.dtype:

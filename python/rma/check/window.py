@@ -34,7 +34,7 @@ from .._python_epoch import PythonEpoch
 from ..comm import Comm, Status
 from ..group import Group
 from ..ops import LOCK_EXCLUSIVE, MAX, NO_OP, PROC_NULL, SUM
-from ..window import Window
+from ..window import Window, _keep_local
 from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap
 from .clock import clock
 from .journal import Journal, message
@@ -145,6 +145,10 @@ class CheckedWindow(Window):
         watched = self._local.view(WatchedArray)
         watched._watcher = self
         return watched
+
+    @local.setter
+    def local(self, value: np.ndarray) -> None:
+        _keep_local(value, self._local)
 
     def _local_access(self, kind: str, array: np.ndarray) -> None:
         """Record a load or store of win.local: an access of this rank to itself, complete at once."""
@@ -259,6 +263,7 @@ class CheckedWindow(Window):
         for origin in ranks:
             self._ck_private.send(now, origin, _POST)
         self._ck_exposure_group = ranks
+        self._new_epoch("exposure (post)")
         return PythonEpoch(self, self.wait)
 
     def start(self, group, mode=0):
