@@ -116,11 +116,11 @@ asan_suite() {
   echo "dev.sh: the Python suite against the sanitized extension"
   # (The peer-death matrix runs one cell in three here: its cells test deaths, not memory. And
   # mpi4py's own tests run at 1 and 2 ranks only: at 3 and 4 they repeat the same memory paths,
-  # slowly under the sanitizers. RMA_CHECK's tests are left out: the checker is Python over the
-  # calls the rest of the suite runs.)
+  # slowly under the sanitizers. RMA_CHECK's and RMA_MODEL=separate's tests are left out: those
+  # are Python over the calls the rest of the suite runs.)
   RMA_DEATH_SAMPLE=3 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
-    --deselect tests/test_stubs.py --deselect tests/test_typing.py --deselect tests/test_check.py -k "not (passes_on_the_facade and (-3] or -4]))" tests/
+    --deselect tests/test_stubs.py --deselect tests/test_typing.py --deselect tests/test_check.py --deselect tests/test_separate.py -k "not (passes_on_the_facade and (-3] or -4]))" tests/
 }
 
 docs() {
