@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from ._python_epoch import PythonEpoch
+from .ops import LOCK_EXCLUSIVE
 from .window import Window, _keep_local
 
 __all__ = ["MODEL", "SeparateWindow"]
@@ -124,10 +125,8 @@ class SeparateWindow(Window):
     def complete(self):
         super().complete()
 
-    def lock(self, rank, lock_type=None, mode=0):
-        from .ops import LOCK_EXCLUSIVE
-
-        super().lock(rank, LOCK_EXCLUSIVE if lock_type is None else lock_type, mode)
+    def lock(self, rank, lock_type=LOCK_EXCLUSIVE, mode=0):
+        super().lock(rank, lock_type, mode)
         if rank == self._comm.rank:
             self._pull()
         return PythonEpoch(self, lambda: self.unlock(rank))
@@ -151,6 +150,12 @@ class SeparateWindow(Window):
         if not self._core.freed:
             self._push()
         super().free()
+
+
+# Its calls say what the plain ones say (help(), IPython's ?).
+for _name, _method in list(vars(SeparateWindow).items()):
+    if not _name.startswith("_") and callable(_method) and hasattr(Window, _name):
+        _method.__doc__ = getattr(Window, _name).__doc__
 
 
 def __getattr__(name: str) -> type:
