@@ -27,7 +27,7 @@ import numpy as np
 
 from ._python_epoch import PythonEpoch
 from .ops import LOCK_EXCLUSIVE
-from .window import Window, _keep_local
+from .window import Window, _keep_local, adopt_docs
 
 __all__ = ["MODEL", "SeparateWindow"]
 
@@ -152,10 +152,7 @@ class SeparateWindow(Window):
         super().free()
 
 
-# Its calls say what the plain ones say (help(), IPython's ?).
-for _name, _method in list(vars(SeparateWindow).items()):
-    if not _name.startswith("_") and callable(_method) and hasattr(Window, _name):
-        _method.__doc__ = getattr(Window, _name).__doc__
+adopt_docs(SeparateWindow)  # its calls say what the plain ones say (help(), IPython's ?)
 
 
 def __getattr__(name: str) -> type:

@@ -359,6 +359,14 @@ def _kind(flavor: str) -> type[Window]:
 _CANONICAL = {dtype: dtype for dtype in _core.ELEMENT_DTYPES}
 
 
+def adopt_docs(kind: type[Window]) -> None:
+    """Give the public methods a Window subclass overrides (rma/check/, rma/separate.py) the
+    docstrings of Window's own, so that help() and IPython's ? say the same."""
+    for name, method in list(vars(kind).items()):
+        if not name.startswith("_") and callable(method) and hasattr(Window, name):
+            method.__doc__ = getattr(Window, name).__doc__
+
+
 def _keep_local(value: object, local: np.ndarray) -> None:
     """Accept an assignment to win.local only when it is the window's own memory (what an
     in-place operator like `+=` assigns back); refuse a replacement."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Access", "conflict", "overlap", "ordered", "describe", "NOT_DONE"]
+import numpy as np
+
+__all__ = ["Access", "conflict", "overlap", "ordered", "describe", "strided_spans", "NOT_DONE"]
 
 # The ticks and publications of an access not completed yet: later than anything.
 NOT_DONE = 1 << 62
@@ -40,6 +42,22 @@ class Access(NamedTuple):
     done: int  # the origin's clock entry that first made its completion known
     site: str  # "file.py:12"
     epoch: str  # "fence epoch 2", "lock epoch 1 on rank 0"...
+
+
+def strided_spans(start: int, itemsize: int, dims: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Return the sorted, merged [start, stop) byte ranges of the elements at `start` plus every
+    combination of (index * stride) over `dims`, a list of (count, stride)."""
+    offsets = np.full(1, start, dtype=np.int64)
+    for count, stride in dims:
+        offsets = (offsets[:, None] + np.arange(count, dtype=np.int64)[None, :] * stride).ravel()
+    offsets.sort()
+    spans: list[list[int]] = []
+    for offset in offsets.tolist():
+        if spans and offset <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], offset + itemsize)
+        else:
+            spans.append([offset, offset + itemsize])
+    return tuple((a, b) for a, b in spans)
 
 
 def overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .access import strided_spans
+
 __all__ = ["WatchedArray", "spans_of"]
 
 # Past this many elements, a strided view counts as the bytes from its first to its last.
@@ -32,17 +34,7 @@ def spans_of(array: np.ndarray, base: int) -> tuple[tuple[int, int], ...]:
         low = start + sum(min(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
         high = start + sum(max(0, (n - 1) * s) for n, s in zip(array.shape, array.strides)) + array.itemsize
         return ((low, high),)
-    offsets = np.full(1, start, dtype=np.int64)
-    for count, stride in zip(array.shape, array.strides):
-        offsets = (offsets[:, None] + np.arange(count, dtype=np.int64)[None, :] * stride).ravel()
-    offsets.sort()
-    spans: list[list[int]] = []
-    for offset in offsets.tolist():
-        if spans and offset <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], offset + array.itemsize)
-        else:
-            spans.append([offset, offset + array.itemsize])
-    return tuple((a, b) for a, b in spans)
+    return strided_spans(start, array.itemsize, list(zip(array.shape, array.strides)))
 
 
 def _plain(value: Any) -> Any:

@@ -31,11 +31,11 @@ import numpy as np
 
 from .. import check
 from .._python_epoch import PythonEpoch
-from ..comm import Comm, Status
+from ..comm import ANY_SOURCE, Comm, Status
 from ..group import Group
 from ..ops import LOCK_EXCLUSIVE, MAX, NO_OP, PROC_NULL, SUM
-from ..window import Window, _keep_local
-from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap
+from ..window import Window, _keep_local, adopt_docs
+from .access import ATOMIC_READ, NOT_DONE, READ, UPDATE, WRITE, Access, conflict, overlap, strided_spans
 from .clock import clock
 from .journal import Journal, message
 from .local import WatchedArray, spans_of
@@ -94,9 +94,7 @@ class _WatchedRequest:
 
     def _done(self) -> None:
         window = self._window
-        found = window._ck_origins.request_completed(self._target, self._entry)
-        if found and window._ck_found is None:
-            window._ck_found = found
+        window._keep(window._ck_origins.request_completed(self._target, self._entry))
         window._report()
 
 
@@ -129,7 +127,7 @@ class CheckedWindow(Window):
         self._ck_reported = False
         self._ck_epochs = 0
         self._ck_epoch = "epoch 0"  # before the first fence
-        self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
+        self._ck_listen = self._ck_private.irecv(ANY_SOURCE, _ACCESSES)
         size = len(clock().now())
         self._ck_clocks: Window | None = None
         if not self._info.get("no_locks"):
@@ -186,8 +184,8 @@ class CheckedWindow(Window):
         for earlier in self._ck_inflight.get(me, ()):  # this rank's own calls to itself, not completed
             if overlap(earlier.spans, spans) is not None:
                 why = conflict(earlier, access)
-                if why is not None and self._ck_found is None:
-                    self._ck_found = message(self._ck_name, earlier, access, why)
+                if why is not None:
+                    self._keep(message(self._ck_name, earlier, access, why))
         if not known:
             self._learn([access])
 
@@ -393,7 +391,7 @@ class CheckedWindow(Window):
             start = operator.index(target_disp) * unit
             spans: tuple[tuple[int, int], ...] = ((start, start + count * itemsize),)
         else:
-            spans = _spans(*self._region(call[4:], rank, target, count))
+            spans = strided_spans(*self._region(call[4:], rank, target, count))
         site = _site()
         now = clock()
         stamp = now.now()
@@ -440,7 +438,7 @@ class CheckedWindow(Window):
         why = conflict(earlier, access)
         if why is None:
             return False
-        self._ck_found = self._ck_found or message(self._ck_name, earlier, access, why)
+        self._keep(message(self._ck_name, earlier, access, why))
         self._report()  # at the call itself
         return True
 
@@ -470,9 +468,7 @@ class CheckedWindow(Window):
 
     def _completed_here(self, targets: Iterable[int]) -> None:
         """The calls to `targets` completed at this rank: their origin arrays are free again."""
-        found = self._ck_origins.completed(targets)
-        if found and self._ck_found is None:
-            self._ck_found = found
+        self._keep(self._ck_origins.completed(targets))
 
     def _completed(self, targets: Iterable[int]) -> None:
         """After a flush: send the completed accesses of a target once enough wait."""
@@ -534,7 +530,10 @@ class CheckedWindow(Window):
 
     def _learn(self, accesses: list[Access]) -> None:
         """Check accesses to this rank; keep the first conflict for _report."""
-        found = self._ck_journal.add(accesses)
+        self._keep(self._ck_journal.add(accesses))
+
+    def _keep(self, found: str | None) -> None:
+        """Keep the first conflict found until a call reports it."""
         if found and self._ck_found is None:
             self._ck_found = found
 
@@ -548,12 +547,17 @@ class CheckedWindow(Window):
 
     def _drain(self) -> None:
         """Take in the accesses other origins sent without a collective call."""
+        while self._ck_listen.test():
+            self._take_batch()
+
+    def _take_batch(self) -> None:
+        """Take in the next batch of accesses sent without a collective call (waiting for it),
+        count it by sender, and listen for the one after."""
         status = Status()
-        while self._ck_listen.test(status):
-            accesses = self._ck_listen.wait(status)
-            self._ck_received[status.source] += 1
-            self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
-            self._learn(accesses)
+        accesses = self._ck_listen.wait(status)
+        self._ck_received[status.source] += 1
+        self._ck_listen = self._ck_private.irecv(ANY_SOURCE, _ACCESSES)
+        self._learn(accesses)
 
     def _exchange_all(self) -> None:
         """At a fence or free: every rank's accesses to every other, then forget them all."""
@@ -566,36 +570,9 @@ class CheckedWindow(Window):
             clock().merge(other)
             self._learn(accesses)
             while self._ck_received[origin] < sent:  # what it sent without a collective call
-                status = Status()
-                self._learn(self._ck_listen.wait(status))
-                self._ck_received[status.source] += 1
-                self._ck_listen = self._ck_private.irecv(_any_source(), _ACCESSES)
+                self._take_batch()
         self._ck_journal.clear()
         self._new_epoch("fence")
 
 
-def _any_source() -> int:
-    from ..comm import ANY_SOURCE
-
-    return ANY_SOURCE
-
-
-def _spans(offset: int, itemsize: int, dims: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """Return the sorted, merged byte ranges of a strided region (window._region's form)."""
-    starts = np.array([offset], dtype=np.int64)
-    for count, stride in dims:
-        starts = (starts[:, None] + np.arange(count, dtype=np.int64)[None, :] * stride).ravel()
-    starts.sort()
-    spans: list[list[int]] = []
-    for start in starts.tolist():
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], start + itemsize)
-        else:
-            spans.append([start, start + itemsize])
-    return tuple((a, b) for a, b in spans)
-
-
-# The checked calls say what the plain ones say (help(), IPython's ?).
-for _name, _method in list(vars(CheckedWindow).items()):
-    if not _name.startswith("_") and callable(_method) and hasattr(Window, _name):
-        _method.__doc__ = getattr(Window, _name).__doc__
+adopt_docs(CheckedWindow)  # its calls say what the plain ones say (help(), IPython's ?)
