@@ -159,6 +159,7 @@ def _round_trip(comm, windows):
         assert win.local[3] == 100 + (comm.rank - 1) % comm.size
 
 
+@pytest.mark.racy  # (random calls in one epoch overlap: an erroneous program, by design)
 @pytest.mark.rma(nprocs=[2], timeout=300)
 def test_fuzzed_calls_raise_only_documented_errors(comm):
     windows = [rma.Window.allocate(comm, 32, np.int64), rma.Window.allocate(comm, 256, np.uint8)]

@@ -269,7 +269,7 @@ def test_window_create_over_my_array_and_attributes(comm):
         assert win.local is mine or np.shares_memory(win.local, mine)
         assert (win.shape, win.dtype, win.nbytes, win.disp_unit) == ((2, 3), np.float32, 24, 4)
         assert win.model == "unified"
-        assert win.info == {"no_locks": True, "transport": expected_transport(comm)}
+        assert win.info == {"no_locks": True, "no_check": False, "transport": expected_transport(comm)}
         assert win.comm is comm and win.group == comm.group
         win.fence()
         out = np.zeros(3, np.float32)

@@ -29,7 +29,9 @@ __all__ = ["Window", "Request"]
 # What the request-based calls (rput, rget, raccumulate, rget_accumulate) return.
 Request = _core.Request
 
-_KNOWN_HINTS = {"no_locks": False}
+# no_locks: no lock will be taken (MPI's hint); no_check: RMA_CHECK leaves the window alone (a
+# window whose accesses race on purpose, as a demonstration of lost updates does).
+_KNOWN_HINTS = {"no_locks": False, "no_check": False}
 # The call that makes a window of each flavor, named in its errors.
 _CREATION_CALLS = {
     "allocate": "Window.allocate",
@@ -148,12 +150,12 @@ class Window(_core.Window):
     @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
         call = _CREATION_CALLS[flavor]
-        if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
-            cls = _kind(flavor)
         if not isinstance(comm, Comm):
             raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
+        if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
+            cls = _kind(flavor, checked=not hints["no_check"])
         # Every rank learns every rank's shape, dtype and displacement unit: a note that the
         # core's creation gathers with its own exchange.
         note = pickle.dumps((local.shape, local.dtype, unit))
@@ -339,13 +341,14 @@ class Window(_core.Window):
         return rank
 
 
-def _kind(flavor: str) -> type[Window]:
-    """Return the window class the job's settings ask for: Window unless RMA_CHECK (rma/check/)
-    or RMA_MODEL=separate (rma/separate.py; not for dynamic windows) is set. Without either,
-    no Python comes between the calls and the core."""
+def _kind(flavor: str, checked: bool = True) -> type[Window]:
+    """Return the window class the job's settings ask for: Window unless RMA_CHECK (rma/check/;
+    not for a window with the no_check hint, `checked` False) or RMA_MODEL=separate
+    (rma/separate.py; not for dynamic windows) is set. Without either, no Python comes between
+    the calls and the core."""
     from . import separate
 
-    checked = _check.MODE is not None
+    checked = checked and _check.MODE is not None
     apart = separate.MODEL == "separate" and flavor != "dynamic"
     if not checked and not apart:
         return Window

@@ -41,8 +41,11 @@ struct FacadeObject {
   std::vector<int64_t>* scale;  // bytes per displacement unit, by rank; none: byte displacements
 };
 
-// What the fast path calls: rma._core.Window's type and its own calls.
-PyTypeObject* core_window_type = nullptr;
+// What the fast path calls: rma._core.Window's own calls, on windows of exactly the type
+// rma.Window (_set_plain_window). Its subclasses (RMA_CHECK's checked window, RMA_MODEL=separate's
+// window) run Python of their own in each call, so their calls take the Python path, which
+// calls the window's methods.
+PyTypeObject* plain_window_type = nullptr;
 struct CoreCalls {
   MethodFunction put, get, accumulate, get_accumulate, fetch_and_op, compare_and_swap, lock;
 } core;
@@ -141,10 +144,11 @@ PyObject* general(PyObject* self, const char* name, PyObject* const* args, Py_ss
   return result;
 }
 
-// Whether the window underneath is rma's (not the stand-in of a freed window).
+// Whether the window underneath is a plain rma.Window (not a subclass, not the stand-in of a
+// freed window).
 bool fast(PyObject* self) {
   PyObject* window = as_facade(self)->window;
-  return window != nullptr && PyObject_TypeCheck(window, core_window_type);
+  return window != nullptr && Py_TYPE(window) == plain_window_type;
 }
 
 // ---- the calls, in mpi4py's argument order ----
@@ -412,7 +416,19 @@ PyObject* set_lock_types(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// _set_plain_window(rma.Window): once, from win.py.
+PyObject* set_plain_window(PyObject*, PyObject* type) {
+  if (!PyType_Check(type)) {
+    PyErr_SetString(PyExc_TypeError, "FacadeWindow._set_plain_window takes a type");
+    return nullptr;
+  }
+  Py_XSETREF(plain_window_type, reinterpret_cast<PyTypeObject*>(Py_NewRef(type)));
+  Py_RETURN_NONE;
+}
+
 PyMethodDef plain_methods[] = {
+    {"_set_plain_window", set_plain_window, METH_O | METH_STATIC,
+     "_set_plain_window(rma.Window): the window type whose calls the compiled path makes itself."},
     {"_set_lock_types", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_lock_types)),
      METH_FASTCALL | METH_STATIC, "_set_lock_types(exclusive, rma_exclusive, shared, rma_shared): MPI's lock types."},
     {"_set_scale", set_scale, METH_O,
@@ -470,7 +486,6 @@ MethodFunction own_call(const char* name) {
 
 // After register_window_type: the fast path enters rma._core.Window's calls.
 void register_facade_window(py::module_& m) {
-  core_window_type = reinterpret_cast<PyTypeObject*>(m.attr("Window").ptr());
   core = {own_call("put"),          own_call("get"),
           own_call("accumulate"),   own_call("get_accumulate"),
           own_call("fetch_and_op"), own_call("compare_and_swap"),

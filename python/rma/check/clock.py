@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["Clock", "clock", "start"]
+__all__ = ["Clock", "clock", "start", "hand_out", "take_in"]
 
 
 class Clock:
@@ -73,3 +73,20 @@ def clock() -> Clock:
     """Return this rank's clock."""
     assert _clock is not None, "rma.check: the clock is made by rma.init() under RMA_CHECK"
     return _clock
+
+
+# Orders that rma does not see: rma.notebook's kernel runs a cell (or a pull) on every rank and
+# sends the next one only once every rank is done, so the end of one cell on any rank happened
+# before the next cell on every rank. The worker hands out its clock with each result and takes
+# in the merge of all of them with the next command.
+
+
+def hand_out() -> list[int] | None:
+    """Publish this rank's clock for a channel outside rma; None when the checker is off."""
+    return list(_clock.publish()) if _clock is not None else None
+
+
+def take_in(other: Iterable[int] | None) -> None:
+    """Take in a clock that came through a channel outside rma (nothing when the checker is off)."""
+    if _clock is not None and other is not None:
+        _clock.merge(other)

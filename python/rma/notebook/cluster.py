@@ -83,6 +83,7 @@ class Cluster:
         self._store.start()
         self._channels: list[Channel] = []
         self._processes: list[subprocess.Popen] = []
+        self._clock: list[int] | None = None  # RMA_CHECK's, see _everywhere
         for rank in range(n):
             process, channel = start_worker(WORKER, rank, n, self._store, provider, CONTROL_FD, env=env)
             self._processes.append(process)
@@ -139,6 +140,9 @@ class Cluster:
         self, command: dict, on_output: OutputCallback | None = None, on_error: ErrorCallback | None = None
     ) -> list[RankResult]:
         self._check_alive()
+        # RMA_CHECK: the ranks' clocks as they ended the last command, merged (this order,
+        # every rank's last command before any rank's next, is one rma does not see itself).
+        command = {**command, "clock": self._clock}
         for channel in self._channels:
             try:
                 channel.send(command)
@@ -180,6 +184,7 @@ class Cluster:
                             else:
                                 result = _result(rank, frame, figures[rank], rank in interrupted)
                                 results[rank] = result
+                                self._merge_clock(frame.get("clock"))
                                 if result.error and not result.interrupted:
                                     raised_at = raised_at or time.monotonic()
                                     if on_error is not None:
@@ -192,6 +197,10 @@ class Cluster:
                     kernel_interrupted = True
                     self._interrupt(set(range(self.size)) - set(results))
         return [results[rank] for rank in range(self.size)]
+
+    def _merge_clock(self, clock: list[int] | None) -> None:
+        if clock is not None:
+            self._clock = clock if self._clock is None else [max(a, b) for a, b in zip(self._clock, clock)]
 
     def _lost(self, rank: int) -> NoReturn:
         """A rank's channel ended in the middle of a call: it died, or is dying."""

@@ -23,6 +23,7 @@ import traceback
 
 from .._job.frames import Channel
 from .._job.workers import control_channel
+from ..check.clock import hand_out, take_in
 from .cluster import CONTROL_FD
 
 
@@ -102,6 +103,7 @@ def _send_figures(channel: Channel) -> None:
 
 
 def _run(namespace: dict, command: dict, channel: Channel, filename: str) -> dict:
+    take_in(command.get("clock"))  # RMA_CHECK: every rank's previous command came before this one
     lock = threading.Lock()
     out, err = _Stream("stdout", channel, lock), _Stream("stderr", channel, lock)
     reply: dict = {"op": "result", "error": None, "value": None, "display": None}
@@ -132,6 +134,7 @@ def _run(namespace: dict, command: dict, channel: Channel, filename: str) -> dic
         except Exception as error:  # noqa: BLE001 - a figure that does not render is not the cell's failure
             reply["error"] = (reply["error"] or "") + f"rma.notebook: a figure could not be rendered: {error!r}\n"
     reply["stdout"], reply["stderr"] = "".join(out.whole), "".join(err.whole)
+    reply["clock"] = hand_out()
     return reply
 
 
