@@ -41,7 +41,9 @@ COMPAT = "rma.compat"
 # left out: their bursts put to (get into) the same bytes without a flush between, as OSU's do,
 # which the checker rightly reports.
 CHECKED = "rma RMA_CHECK=1"
-CHECKED_CASES = "put,get,accumulate,lock_put_unlock,fetch_and_op,compare_and_swap,fence_empty,fence_put,pscw_put,barrier"
+CHECKED_CASES = (
+    "put,get,accumulate,lock_put_unlock,fetch_and_op,compare_and_swap,fence_empty,fence_put,pscw_put,barrier"
+)
 C_COLUMNS = {"mpich": "C MPICH", "openmpi": "C Open MPI"}  # the same cases in C, without Python
 BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
 TITLES = {
