@@ -99,7 +99,9 @@ win.free()
 
 
 def run(code, size, model="separate", **env):
-    results = run_job(HEAD + code, size, {"RMA_MODEL": model, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **env})
+    # (RMA_CHECK off unless a test sets it: the tests name the window classes they expect)
+    environment = {"RMA_CHECK": "0", "RMA_MODEL": model, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **env}
+    results = run_job(HEAD + code, size, environment)
     for rank, (status, _, err) in enumerate(results):
         assert status == 0, f"rank {rank}: {err}"
     return [out for _, out, _ in results]

@@ -24,7 +24,8 @@ from __future__ import annotations
 import operator
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -299,14 +300,26 @@ class CheckedWindow(Window):
 
     def lock(self, rank, lock_type=LOCK_EXCLUSIVE, mode=0):
         super().lock(rank, lock_type, mode)
-        self._drain()
         exclusive = lock_type == LOCK_EXCLUSIVE
+        with self._given_back_if_interrupted(lambda: super(CheckedWindow, self).unlock(rank)):
+            self._drain()
+            if rank != PROC_NULL:
+                # An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
+                self._take_lock_clocks([rank], every_holder=exclusive)
         self._ck_locks[rank] = exclusive
-        if rank != PROC_NULL:
-            # An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
-            self._take_lock_clocks([rank], every_holder=exclusive)
         self._new_epoch(f"{'exclusive' if exclusive else 'shared'} lock", f" on rank {rank}")
         return PythonEpoch(self, lambda: self.unlock(rank))
+
+    @contextmanager
+    def _given_back_if_interrupted(self, release: Callable[[], None]) -> Iterator[None]:
+        """The checker's work after a lock was granted: if it raises (a KeyboardInterrupt, as a
+        Ctrl-C does), give the lock back before the exception leaves lock(), as the plain lock
+        does, so that no lock stays held by a call that failed."""
+        try:
+            yield
+        except BaseException:
+            release()
+            raise
 
     def unlock(self, rank):
         exclusive = self._ck_locks.pop(rank, None)
@@ -318,9 +331,10 @@ class CheckedWindow(Window):
 
     def lock_all(self, mode=0):
         super().lock_all(mode)
-        self._drain()
+        with self._given_back_if_interrupted(super().unlock_all):
+            self._drain()
+            self._take_lock_clocks(range(self._comm.size), every_holder=False)
         self._ck_lock_all = True
-        self._take_lock_clocks(range(self._comm.size), every_holder=False)
         self._new_epoch("lock_all")
         return PythonEpoch(self, self.unlock_all)
 
