@@ -528,3 +528,33 @@ def test_the_examples_and_the_notebook_run_clean_under_the_checker(tmp_path, mon
     ).execute()
     text = json.dumps([cell.get("outputs", []) for cell in notebook.cells])
     assert "ConflictError" not in text and "RMA_CHECK" not in text, text[-3000:]
+
+
+SHARED_PEER = """
+shared = rma.Window.allocate_shared(comm, 4, np.int64)
+if rank == size - 1:
+    shared.shared(0)[2] = 5  # a store to rank 0's memory (rank 0 itself at 1 rank)
+if rank == 0:
+    seen = int(shared.local[2])  # not ordered after the other rank's store
+comm.barrier()
+shared.free()
+"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_loads_and_stores_through_win_shared_are_checked(size):
+    # A shared window's win.shared(rank) is watched as win.local is: a store to another rank's
+    # memory is this rank's put there, which the owner's unordered load conflicts with.
+    results = run(SHARED_PEER, size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if size == 1:
+        assert found == {}, found  # one rank: its store and load are in program order
+        return
+    assert list(found) == [0], found
+    assert re.search(
+        rf"store to win\.shared\(0\) by rank {size - 1} to rank 0, bytes 16-23.*load of win\.local by rank 0", found[0]
+    ) or re.search(
+        rf"load of win\.local by rank 0, bytes 16-23.*store to win\.shared\(0\) by rank {size - 1} to rank 0", found[0]
+    ), found[0]

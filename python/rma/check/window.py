@@ -99,6 +99,19 @@ class _WatchedRequest:
         window._report()
 
 
+class _PeerWatch:
+    """The watcher of win.shared(rank) for another rank's memory: its loads and stores are
+    accesses of this rank to that one."""
+
+    __slots__ = ("_window", "_target", "_base")
+
+    def __init__(self, window: CheckedWindow, target: int, base: int) -> None:
+        self._window, self._target, self._base = window, target, base
+
+    def _local_access(self, kind: str, array: np.ndarray) -> None:
+        self._window._direct_access(self._target, self._base, kind, array)
+
+
 class _Companion(Window):
     """The private window of lock clocks (a subclass, so that it is not checked itself)."""
 
@@ -149,9 +162,25 @@ class CheckedWindow(Window):
     def local(self, value: np.ndarray) -> None:
         _keep_local(value, self._local)
 
+    def shared(self, rank):
+        view = super().shared(rank)  # (checks the rank and the window's flavor)
+        target = operator.index(rank)
+        watched = view.view(WatchedArray)
+        if target == self._comm.rank:
+            watched._watcher = self
+        else:
+            watched._watcher = _PeerWatch(self, target, view.__array_interface__["data"][0])
+        return watched
+
     def _local_access(self, kind: str, array: np.ndarray) -> None:
         """Record a load or store of win.local: an access of this rank to itself, complete at once."""
-        spans = spans_of(array, self._ck_base)
+        self._direct_access(self._comm.rank, self._ck_base, kind, array)
+
+    def _direct_access(self, target: int, base: int, kind: str, array: np.ndarray) -> None:
+        """Record a load or store of `target`'s memory (win.local, or win.shared(target) of a
+        shared window, mapped at `base`): an access of this rank, complete at once, which goes
+        to the target's journal (this rank's own at once; another's with the completed calls)."""
+        spans = spans_of(array, base)
         if not spans:
             return
         site = _site()
@@ -160,16 +189,17 @@ class CheckedWindow(Window):
         if stamp is not self._ck_stamp:
             self._ck_stamp, self._ck_made = stamp, {}
         me = self._comm.rank
-        key = (kind, spans, site, self._ck_epoch)
+        key = (target, kind, spans, site, self._ck_epoch)
         access = self._ck_made.get(key)
         known = access is not None
         if not known:
             store = kind == "store"
+            memory = "win.local" if target == me else f"win.shared({target})"
             access = self._ck_made[key] = Access(
                 self._ck_world[me],
                 me,
-                me,
-                "store to win.local" if store else "load of win.local",
+                target,
+                f"store to {memory}" if store else f"load of {memory}",
                 WRITE if store else READ,
                 "",
                 "",
@@ -182,13 +212,17 @@ class CheckedWindow(Window):
                 self._ck_epoch,
             )
         now.tick += 1
-        for earlier in self._ck_inflight.get(me, ()):  # this rank's own calls to itself, not completed
+        for earlier in self._ck_inflight.get(target, ()):  # this rank's calls to the target, not completed
             if overlap(earlier.spans, spans) is not None:
                 why = conflict(earlier, access)
                 if why is not None:
                     self._keep(message(self._ck_name, earlier, access, why))
-        if not known:
+        if known:
+            return
+        if target == me:
             self._learn([access])
+        else:  # travels with this rank's completed calls to the target
+            self._ck_outgoing.setdefault(target, {})[access, access.done] = access
 
     # ---- communication: the call, then its record ----
 
