@@ -129,7 +129,11 @@ class Comm:
         return Group(range(self._core.size))
 
     def barrier(self) -> None:
-        """Wait until every rank of the communicator has called barrier."""
+        """Wait until every rank of the communicator has called barrier.
+
+        Example: ``win.flush_all(); comm.barrier()``: every rank's calls flushed before the
+        barrier are complete at their targets before any rank goes past it.
+        """
         self._core.barrier()
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
@@ -191,7 +195,10 @@ class Comm:
         return pickle.loads(data)
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest:
-        """Send as ``send`` does and return a request, already complete (sends never wait for their recv)."""
+        """Send as ``send`` does and return a request, already complete (sends never wait for their recv).
+
+        Example: ``req = comm.isend(block, (comm.rank + 1) % comm.size); ...; req.wait()``.
+        """
         self.send(obj, dest, tag)
         return MessageRequest(None)
 
@@ -239,7 +246,10 @@ class Comm:
         return _fold(combine, [pickle.loads(item) for item in items]) if self._core.rank == root else None
 
     def allreduce(self, obj: Any, op: Op | Callable[[Any, Any], Any] = SUM) -> Any:
-        """Return every rank's `obj` combined by `op` in rank order, on every rank (op: as in ``reduce``)."""
+        """Return every rank's `obj` combined by `op` in rank order, on every rank (op: as in ``reduce``).
+
+        Example: ``total = comm.allreduce(len(my_items))``; ``best = comm.allreduce(score, op=rma.MAX)``.
+        """
         combine = _combiner(op, "allreduce")
         items = self._core.gather(pickle.dumps(obj, _PICKLE_PROTOCOL), 0, "comm.allreduce")
         result = _fold(combine, [pickle.loads(item) for item in items]) if self._core.rank == 0 else None
@@ -351,7 +361,10 @@ class Comm:
         return None if core is None else type(self)(core)
 
     def dup(self) -> Comm:
-        """Return a new communicator of the same ranks, whose messages never mix with this one's."""
+        """Return a new communicator of the same ranks, whose messages never mix with this one's.
+
+        Example: ``library_comm = comm.dup()`` (a library's messages stay apart from the caller's).
+        """
         return self.split(0, self._core.rank)  # type: ignore[return-value]
 
     def __repr__(self) -> str:
