@@ -37,6 +37,11 @@ print("END", flush=True)
 
 def run(body, size, mode="1", timeout=60, **more_env):
     code = PROGRAM.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+    return run_code(code, size, mode, timeout, **more_env)
+
+
+def run_code(code, size, mode="1", timeout=60, **more_env):
+    """Run a whole program on `size` ranks with RMA_CHECK=mode; return run_job's results."""
     env = {"RMA_CHECK": mode, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **more_env}
     return run_job(code, size, env, timeout)
 
@@ -492,7 +497,7 @@ print("END", flush=True)
 def test_the_mpi4py_facade_is_checked(size):
     # rma.compat's compiled calls take the checked window's methods under RMA_CHECK: the fence
     # orders the puts before the gets, and the puts of one epoch to one element conflict.
-    results = run_job(FACADE, size, {"RMA_CHECK": "1", "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0"}, 60)
+    results = run_code(FACADE, size)
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and "ORDERED" in out and out.endswith("END\n"), f"rank {rank}: {err}{out}"
     found = conflicts(results)
@@ -522,7 +527,7 @@ def test_the_examples_and_the_notebook_run_clean_under_the_checker(tmp_path, mon
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")
     monkeypatch.setenv("RMA_CHECK", "1")
-    notebook = nbformat.reads(json.dumps(json.loads((root / "notebooks" / "bulletin_board.ipynb").read_text())), 4)
+    notebook = nbformat.read(root / "notebooks" / "bulletin_board.ipynb", as_version=4)
     nbclient.NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -335,7 +336,7 @@ class CheckedWindow(Window):
     def lock(self, rank, lock_type=LOCK_EXCLUSIVE, mode=0):
         super().lock(rank, lock_type, mode)
         exclusive = lock_type == LOCK_EXCLUSIVE
-        with self._given_back_if_interrupted(lambda: super(CheckedWindow, self).unlock(rank)):
+        with self._given_back_if_interrupted(partial(super().unlock, rank)):
             self._drain()
             if rank != PROC_NULL:
                 # An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
