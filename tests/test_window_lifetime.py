@@ -167,3 +167,106 @@ def test_calls_in_flight_when_a_finalized_window_is_dropped_keep_their_arrays(tm
     # After a finalize that was not collective (an uncaught exception ends the rank), nothing can
     # complete the calls any more, but rank 1 still serves what it had received.
     check_in_flight(run_in_flight(tmp_path, finalize=True), "that no synchronization completed stay")
+
+
+# ---- the memory of freed allocate windows serves the next window (SegmentPool) ----
+
+
+def _data_segments() -> set[str]:
+    """This process's window memory segments in /dev/shm (SegmentPool names them "<pid>-rma-data-<n>")."""
+    return {name for name in os.listdir("/dev/shm") if name.startswith(f"{os.getpid()}-rma-data-")}
+
+
+def _pooled(win) -> bool:
+    """Whether this window's memory is a shared segment of the pool (not RMA_TRANSPORT=libfabric)."""
+    return win.transport_to(win.comm.rank) == "shared-memory"
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=60)
+def test_a_freed_windows_memory_serves_the_next_window_zeroed(comm):
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    win = rma.Window.allocate(comm, 512, np.int64)
+    if not _pooled(win):
+        win.free()
+        pytest.skip("RMA_TRANSPORT=libfabric: window memory is private, not pooled")
+    made = _data_segments()
+    with win.lock(right):
+        win.put(np.full(512, 100 + comm.rank, np.int64), right)
+    comm.barrier()
+    assert (win.local == 100 + left).all()
+    win.free()
+    del win
+    again = rma.Window.allocate(comm, 512, np.int64)
+    assert _data_segments() == made, "a freed window's memory did not serve the next one"
+    assert not again.local.any(), "memory from the pool was not zeroed"
+    comm.barrier()  # (before anyone puts into it)
+    with again.lock(right):
+        again.put(np.full(512, 200 + comm.rank, np.int64), right)
+    comm.barrier()
+    assert (again.local == 200 + left).all()
+    again.free()
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=60)
+def test_memory_still_held_after_free_is_never_served_again(comm):
+    win = rma.Window.allocate(comm, 512, np.int64)
+    if not _pooled(win):
+        win.free()
+        pytest.skip("RMA_TRANSPORT=libfabric: window memory is private, not pooled")
+    kept = win.local
+    kept[:] = 7 + comm.rank
+    win.free()
+    del win
+    fresh = [rma.Window.allocate(comm, 512, np.int64) for _ in range(3)]
+    for other in fresh:
+        assert other.local.ctypes.data != kept.ctypes.data
+        other.local[:] = -1
+    assert (kept == 7 + comm.rank).all(), "a new window's memory showed through an old array"
+    for other in fresh:
+        other.free()
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4], timeout=60)
+def test_puts_into_a_dropped_allocate_window_never_reach_a_later_window(comm):
+    owner = 0
+    alone = comm.split(comm.rank)  # a communicator of one, for windows of one rank
+    win = rma.Window.allocate(comm, SIZE, np.int64)
+    comm.barrier()
+    if comm.rank == owner:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            del win
+            gc.collect()
+        comm.barrier()  # the window is gone here; the others start putting
+        # Windows of the same size: the pool must not give them the dropped window's memory,
+        # which the others still write to.
+        later = [rma.Window.allocate(alone, SIZE, np.int64) for _ in range(8)]
+        comm.barrier()  # the others are done
+        assert all(not w.local.any() for w in later), "a peer's put landed in a later window"
+        for w in later:
+            w.free()
+    else:
+        comm.barrier()
+        pattern = np.full(SIZE, 7 + comm.rank, np.int64)
+        for _ in range(ROUNDS):
+            with win.lock(owner, rma.LOCK_SHARED):
+                win.put(pattern, owner)
+        comm.barrier()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            del win
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=90)
+def test_calls_right_after_creation_reach_the_new_window(comm):
+    # On one host a window's creation ends without a barrier (SegmentPool, Window::establish):
+    # a rank may lock and put into a peer that is still returning from the creation, into
+    # memory the pool handed out again, zeroed before the exchange and never after it.
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    for round_ in range(100):
+        win = rma.Window.allocate(comm, 64, np.int64)
+        with win.lock(right, rma.LOCK_EXCLUSIVE):
+            win.put(np.full(64, round_ * 10 + comm.rank, np.int64), right)
+        comm.barrier()
+        assert (win.local == round_ * 10 + left).all(), f"round {round_}: {win.local[:4]}"
+        win.free()

@@ -85,7 +85,9 @@ class Window(_core.Window):
         # The memory goes in a shared segment that the ranks of this host map (RMA_TRANSPORT=libfabric
         # keeps it private, reached through libfabric); ranks on other hosts reach it through libfabric.
         shared = _near(comm)
-        memory = _core.SharedSegment.create(nbytes) if shared else _core.WindowMemory(nbytes)
+        # (Shared memory comes from the pool of freed windows' segments: no system call for a
+        # window made after another of its size.)
+        memory = _core.SharedSegment.take(comm._core, nbytes) if shared else _core.WindowMemory(nbytes)
         local = np.frombuffer(memory, dtype=np.uint8).view(dtype).reshape(shape)
         return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info, shared)
 
@@ -150,8 +152,7 @@ class Window(_core.Window):
     @classmethod
     def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
         call = _CREATION_CALLS[flavor]
-        if not isinstance(comm, Comm):
-            raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
+        _require_comm(comm, call)
         unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
         if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
@@ -455,6 +456,11 @@ def _hints(info: dict | None, call: str) -> dict:
         if key in hints:  # unknown hints are ignored, as MPI does
             hints[key] = bool(value)
     return hints
+
+
+def _require_comm(comm: Any, call: str) -> None:
+    if not isinstance(comm, Comm):
+        raise TypeError(f"rma: {call}: comm must be an rma.Comm, not {type(comm).__name__}")
 
 
 def _one_host(comm: Comm) -> bool:

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "errors.hpp"
+#include "runtime/runtime.hpp"
 #include "window/window.hpp"
 
 namespace py = pybind11;
@@ -60,6 +61,14 @@ void register_window(py::module_& m) {
   py::class_<rma::SharedSegment, std::shared_ptr<rma::SharedSegment>>(m, "SharedSegment", py::buffer_protocol())
       .def_static(
           "create", [](size_t bytes) { return rma::SharedSegment::create(bytes); }, py::arg("bytes"))
+      // Window.allocate's memory: from this runtime's pool of freed windows' segments.
+      .def_static(
+          "take",
+          [](const rma::Communicator& comm, size_t bytes) {
+            comm.runtime().require_active("Window.allocate");
+            return comm.runtime().service<rma::WindowService>().segments().take(bytes);
+          },
+          py::arg("comm"), py::arg("bytes"))
       .def_property_readonly("address",
                              [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
       .def_property_readonly("nbytes", &rma::SharedSegment::bytes)

@@ -3,11 +3,11 @@
 The provider names each endpoint's 16 MiB region after its process id ("1234:0:0") and
 unlinks it at a clean exit only. A killed process leaves its file behind; worse, a new process
 that inherits the recycled pid cannot open its endpoint (fi_enable: Device or resource busy).
-rma names each rank's bell the same way ("1234-rma-bell-0"), and the control blocks of its
-same-host windows, which a pool keeps from one window to the next ("1234-rma-control-3"), so the
-same cleanup finds them.
-A shared window's segment is named "rma-1234-7" only between its creation and the barrier that
-ends it; a rank killed in between leaves that name behind.
+rma names each rank's bell the same way ("1234-rma-bell-0"), and the control blocks and the
+memory of its same-host windows, which pools keep from one window to the next
+("1234-rma-control-3", "1234-rma-data-5"), so the same cleanup finds them.
+An allocate_shared window's segment is named "rma-1234-7" only between its creation and the
+barrier that ends it; a rank killed in between leaves that name behind.
 """
 
 from __future__ import annotations

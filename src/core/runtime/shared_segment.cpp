@@ -25,6 +25,10 @@ void* map(int fd, size_t bytes, const std::string& name) {
 }  // namespace
 
 std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes, const std::string& purpose) {
+  return create_owned(bytes, purpose);
+}
+
+std::unique_ptr<SharedSegment> SharedSegment::create_owned(size_t bytes, const std::string& purpose) {
   static std::atomic<unsigned> counter{0};
   std::string pid = std::to_string(getpid()), n = std::to_string(counter++);
   std::string name = purpose.empty() ? "/rma-" + pid + "-" + n : "/" + pid + "-rma-" + purpose + "-" + n;
@@ -54,7 +58,7 @@ std::shared_ptr<SharedSegment> SharedSegment::create(size_t bytes, const std::st
     throw;
   }
   close(fd);
-  return std::shared_ptr<SharedSegment>(new SharedSegment(name, data, bytes, true));
+  return std::unique_ptr<SharedSegment>(new SharedSegment(name, data, bytes, true, !purpose.empty()));
 }
 
 std::shared_ptr<SharedSegment> SharedSegment::open(const std::string& name, size_t bytes) {
@@ -70,7 +74,7 @@ std::shared_ptr<SharedSegment> SharedSegment::open(const std::string& name, size
     throw;
   }
   close(fd);
-  return std::shared_ptr<SharedSegment>(new SharedSegment(name, data, bytes, false));
+  return std::shared_ptr<SharedSegment>(new SharedSegment(name, data, bytes, false, false));
 }
 
 void SharedSegment::unlink() noexcept {

@@ -4,11 +4,12 @@
 //
 // A window's segment names exist only while the window is being created: once every rank has
 // mapped every segment, each rank unlinks its own, so a killed job leaves nothing in /dev/shm.
-// Names that must live longer (a rank's bell, the control blocks a ControlPool keeps) start
-// with the owner's pid, which is how the launcher and rma.init find and remove those of killed
-// processes.
+// Names that must live longer (a rank's bell, the control blocks a ControlPool keeps, the data
+// segments a SegmentPool keeps) start with the owner's pid, which is how the launcher and
+// rma.init find and remove those of killed processes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@ class SharedSegment {
   // Creates, sizes (zero-filled) and maps a new segment with a fresh unique name
   // ("/rma-<pid>-<n>", or "/<pid>-rma-<purpose>-<n>" for a long-lived one).
   static std::shared_ptr<SharedSegment> create(size_t bytes, const std::string& purpose = "");
+  static std::unique_ptr<SharedSegment> create_owned(size_t bytes, const std::string& purpose = "");
   // Maps a segment another rank of this host created.
   static std::shared_ptr<SharedSegment> open(const std::string& name, size_t bytes);
   ~SharedSegment();
@@ -31,15 +33,24 @@ class SharedSegment {
   size_t bytes() const noexcept { return bytes_; }
   // Removes the name (the mappings stay valid). Idempotent; never throws.
   void unlink() noexcept;
+  // The name outlives the window that maps it (made with a purpose): only the owner's
+  // destruction removes it.
+  bool lasting() const noexcept { return lasting_; }
+  // The window of this memory was freed on every rank, so nobody addresses it any more: once
+  // its last user here lets it go, it may serve another window (SegmentPool).
+  void mark_reusable() noexcept { reusable_ = true; }
+  bool reusable() const noexcept { return reusable_; }
 
  private:
-  SharedSegment(std::string name, void* data, size_t bytes, bool owner)
-      : name_(std::move(name)), data_(data), bytes_(bytes), owner_(owner) {}
+  SharedSegment(std::string name, void* data, size_t bytes, bool owner, bool lasting)
+      : name_(std::move(name)), data_(data), bytes_(bytes), owner_(owner), lasting_(lasting) {}
   std::string name_;
   void* data_;
   size_t bytes_;
   bool owner_;
+  bool lasting_;
   bool unlinked_ = false;
+  std::atomic<bool> reusable_ = false;
   std::byte empty_{};  // a valid address for a 0-byte segment
 };
 

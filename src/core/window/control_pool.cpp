@@ -38,16 +38,7 @@ void ControlPool::give_back(std::shared_ptr<SharedSegment> block, int ranks) {
 }
 
 std::shared_ptr<SharedSegment> ControlPool::open_peer(const std::string& name, size_t bytes) {
-  std::lock_guard lock(mutex_);
-  for (auto it = peers_.begin(); it != peers_.end(); ++it) {
-    if ((*it)->name() == name && (*it)->bytes() == bytes) {
-      peers_.splice(peers_.begin(), peers_, it);
-      return peers_.front();
-    }
-  }
-  peers_.push_front(SharedSegment::open(name, bytes));
-  if (peers_.size() > kPeerBlocks) peers_.pop_back();
-  return peers_.front();
+  return peers_.open(name, bytes);
 }
 
 }  // namespace rma

@@ -9,13 +9,14 @@
 #pragma once
 
 #include <cstddef>
-#include <list>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "runtime/peer_mappings.hpp"
 #include "runtime/shared_segment.hpp"
 
 namespace rma {
@@ -39,11 +40,10 @@ class ControlPool {
 
  private:
   static constexpr size_t kKeptPerSize = 8;  // own blocks kept, per window size
-  static constexpr size_t kPeerBlocks = 64;  // peers' blocks kept mapped
   std::mutex mutex_;
   std::map<int, std::vector<std::shared_ptr<SharedSegment>>> kept_;  // by ranks
-  std::list<std::shared_ptr<SharedSegment>> peers_;                  // most recently used first
   std::vector<std::weak_ptr<SharedSegment>> made_;                   // every own block, for ~ControlPool
+  PeerMappings peers_{64, SIZE_MAX};                                 // a block is a few KiB
 };
 
 }  // namespace rma

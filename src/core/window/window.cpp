@@ -20,12 +20,13 @@ namespace rma {
 namespace {
 
 struct Published {
-  uint32_t next_id;
-  RegionDescriptor region;
-  char segment[64];  // a shared window's segment name, else empty
-  char control[64];  // a same-host window's control block name, else empty
-  int32_t pid;       // this process, for process_vm_* (a same-host create() window)
-  uint64_t address;  // this rank's memory in it
+  uint32_t next_id{};
+  RegionDescriptor region{};
+  char segment[64]{};  // a shared window's segment name, else empty
+  bool lasting{};      // that name outlives the creation: peers keep it mapped (SegmentPool)
+  char control[64]{};  // a same-host window's control block name, else empty
+  int32_t pid{};       // this process, for process_vm_* (a same-host create() window)
+  uint64_t address{};  // this rank's memory in it
 };
 }  // namespace
 
@@ -64,7 +65,10 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   CallName named = [&call] { return call; };  // (the collectives below run inside this call)
   WindowService& service = runtime.service<WindowService>();
   std::unique_ptr<LocalRegion> registration;
-  Published mine{service.next_id(), {}, {}, {}, static_cast<int32_t>(getpid()), reinterpret_cast<uint64_t>(base)};
+  Published mine{.next_id = service.next_id(),
+                 .lasting = segment && segment->lasting(),
+                 .pid = static_cast<int32_t>(getpid()),
+                 .address = reinterpret_cast<uint64_t>(base)};
   // Which ranks this one reaches without the fabric: those of its host, unless every peer goes
   // through the fabric (RMA_TRANSPORT=libfabric, a dynamic window). A shared segment is mapped
   // by the ranks of its host whatever the setting (allocate_shared).
@@ -104,6 +108,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   std::vector<std::shared_ptr<SharedSegment>> segments, control_blocks;
   std::vector<int> pids;
   std::vector<uint64_t> addresses;
+  bool names_last = segment != nullptr;  // every member's segment name outlives this call
   for (size_t r = 0; r < entries.size(); ++r) {
     Published theirs;
     std::memcpy(&theirs, entries[r].data(), sizeof theirs);
@@ -114,10 +119,14 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
     if (segment && theirs.segment[0] == 0) {
       throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
     }
+    names_last = names_last && theirs.lasting;
     bool mine_now = static_cast<int>(r) == own->rank();
     // Another host's names mean nothing here (its own /dev/shm): null for its ranks.
-    auto open = [&](const char* name, size_t length) { return local[r] ? SharedSegment::open(name, length) : nullptr; };
-    if (segment) segments.push_back(mine_now ? segment : open(theirs.segment, theirs.region.length));
+    if (segment) {
+      segments.push_back(mine_now   ? segment
+                         : local[r] ? service.segments().open_peer(theirs.segment, theirs.region.length, theirs.lasting)
+                                    : nullptr);
+    }
     if (controlled) {
       bool here = local[r];
       control_blocks.push_back(mine_now ? control_block
@@ -171,9 +180,14 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it, and every
   // member has mapped every segment: the names can go.
-  // (The control blocks keep their names: ControlPool.)
+  // (The control blocks keep their names, as do pooled segments: ControlPool, SegmentPool.)
+  // A window of shared segments on one host sends no messages (its synchronization is in the
+  // control blocks, its data in the segments), and with lasting names it has nothing to wait
+  // for: every member made and zeroed its memory and reset its control block before the
+  // exchange above, so a peer may use them as soon as it has the exchange's answer.
+  if (shared_sync && names_last) return window;
   auto unlink_names = [&] {
-    if (segment) segment->unlink();
+    if (segment && !segment->lasting()) segment->unlink();
   };
   try {
     own->barrier(named);
@@ -232,8 +246,10 @@ void Window::free() {
     throw;
   }
   service_.remove(id_);
-  // Every rank is done with this window: its control block may serve the next one.
+  // Every rank is done with this window: its control block may serve the next one, and its
+  // memory too, once nothing here holds it any more (SegmentPool).
   if (control_block_) service_.controls().give_back(std::move(control_block_), size());
+  if (auto mine = segment(rank())) mine->mark_reusable();
   registration_.reset();
   epochs_.freed_now();
 }

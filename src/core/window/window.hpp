@@ -30,6 +30,7 @@
 #include "window/reach.hpp"
 #include "window/reduce.hpp"
 #include "window/region.hpp"
+#include "window/segment_pool.hpp"
 #include "window/window_messages.hpp"
 
 namespace rma {
@@ -293,6 +294,7 @@ class WindowService {
   uint32_t next_id() const noexcept { return next_id_.load(); }
   void id_taken(uint32_t id) noexcept;
   ControlPool& controls() noexcept { return controls_; }
+  SegmentPool& segments() noexcept { return segments_; }
 
  private:
   std::shared_ptr<Window> find(uint32_t id);
@@ -301,6 +303,7 @@ class WindowService {
   std::unordered_map<uint32_t, std::weak_ptr<Window>> windows_;
   std::atomic<uint32_t> next_id_{1};
   ControlPool controls_;
+  SegmentPool segments_;
 };
 
 }  // namespace rma
