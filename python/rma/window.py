@@ -10,6 +10,8 @@ origin that is not an array into one (`_origin_of`), which the compiled calls as
 
 from __future__ import annotations
 
+import functools
+import math
 import operator
 import pickle
 from typing import Any
@@ -81,7 +83,7 @@ class Window(_core.Window):
         """
         dtype = _fixed_dtype(dtype, "allocate")
         shape = _shape(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         # The memory goes in a shared segment that the ranks of this host map (RMA_TRANSPORT=libfabric
         # keeps it private, reached through libfabric); ranks on other hosts reach it through libfabric.
         shared = _near(comm)
@@ -104,7 +106,7 @@ class Window(_core.Window):
             raise ValueError("rma: Window.allocate_shared: every rank of comm must run on one host")
         dtype = _fixed_dtype(dtype, "allocate_shared")
         shape = _shape(shape)
-        segment = _core.SharedSegment.create(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+        segment = _core.SharedSegment.create(math.prod(shape) * dtype.itemsize)
         local = np.frombuffer(segment, dtype=np.uint8).view(dtype).reshape(shape)
         return cls._build(comm, local, segment.address, segment, "shared", None, info, True)
 
@@ -159,15 +161,15 @@ class Window(_core.Window):
             cls = _kind(flavor, checked=not hints["no_check"])
         # Every rank learns every rank's shape, dtype and displacement unit: a note that the
         # core's creation gathers with its own exchange.
-        note = pickle.dumps((local.shape, local.dtype, unit))
-        label = f"{flavor}, {local.dtype}, shape {local.shape}"
+        note = _note(local.shape, local.dtype, unit)
+        label = _label(flavor, local.dtype, local.shape)
         if flavor == "dynamic":
             core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call, note)
         elif shared:
             core = _core.WindowCore.create_shared(comm._core, owner, label, call, note)
         else:
             core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call, note)
-        layout = [(tuple(shape), _canonical(np.dtype(dt)), u) for shape, dt, u in map(pickle.loads, core.notes)]
+        layout = [_layout(note) for note in core.notes]
         # What the compiled calls need of each target: its dtype, displacement unit, and whether
         # it is raw bytes (a uint8 window takes any plain dtype by displacement).
         targets = [(dt, u, dt == np.uint8) for _, dt, u in layout]
@@ -382,6 +384,27 @@ def _keep_local(value: object, local: np.ndarray) -> None:
         raise AttributeError("rma: win.local cannot be replaced; assign into it instead (win.local[...] = x)")
 
 
+# A window's creation tells every rank each rank's (shape, dtype, disp_unit) in a note. Programs
+# make windows of a few layouts over and over: each layout is pickled, unpickled and named once
+# (a dtype's pickling and str() cost microseconds each, several times per window).
+
+
+@functools.lru_cache(maxsize=256)
+def _note(shape: tuple[int, ...], dtype: np.dtype, unit: int) -> bytes:
+    return pickle.dumps((shape, dtype, unit))
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(note: bytes) -> tuple[tuple[int, ...], np.dtype, int]:
+    shape, dtype, unit = pickle.loads(note)
+    return tuple(shape), _canonical(np.dtype(dtype)), unit
+
+
+@functools.lru_cache(maxsize=256)
+def _label(flavor: str, dtype: np.dtype, shape: tuple[int, ...]) -> str:
+    return f"{flavor}, {dtype}, shape {shape}"
+
+
 def _canonical(dtype: np.dtype) -> np.dtype:
     """Return the element type's own dtype object if `dtype` equals one (e.g. once unpickled)."""
     return _CANONICAL.get(dtype, dtype)
@@ -429,6 +452,8 @@ def _fixed_dtype(dtype: Any, call: str) -> np.dtype:
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
+    if type(shape) is int and shape >= 0:
+        return (shape,)
     dims = (shape,) if np.ndim(shape) == 0 else tuple(shape)
     try:
         dims = tuple(operator.index(d) for d in dims)
