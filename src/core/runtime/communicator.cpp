@@ -1,5 +1,7 @@
 #include "runtime/communicator.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -131,12 +133,20 @@ void Communicator::wait_until(const std::function<bool()>& done, std::span<const
   // wait gives its core to the ranks it waits for; asleep there, the transport's wait leaves
   // progress to the condition (what rang may be a message still in the inbox).
   Bell* bell = transport.incoming_bell();
-  transport.wait_until(
-      [&] {
-        if (bell != nullptr) transport.progress();
-        return done();
-      },
-      runtime_->deadline(), watch, what, bell);
+  auto arrived = [&] {
+    if (bell != nullptr) transport.progress();
+    return done();
+  };
+  // More ranks on this host than cores: the rank this one waits for may be waiting for this
+  // core. The transport's wait would spin first, keeping it out (a hop then costs a time
+  // slice); give the core away at once instead, as the shared barrier does.
+  if (bell != nullptr && static_cast<int>(runtime_->topology().host_ranks().size()) > usable_cpus()) {
+    for (int turn = 0; turn < kCrowdedYields; ++turn) {
+      if (arrived()) return;
+      sched_yield();
+    }
+  }
+  transport.wait_until(arrived, runtime_->deadline(), watch, what, bell);
 }
 
 Bytes Communicator::wait_for(int source, int32_t tag, const char* own, const CallName& call) {

@@ -132,6 +132,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void check_receive(int source, int tag, const char* call) const;
   // own: the communicator call waiting ("recv"), named in errors unless `call` names another.
   Bytes wait_for(int source, int32_t tag, const char* own, const CallName& call = {});
+  // Yields of a wait before the transport's, on a host with more ranks than cores.
+  static constexpr int kCrowdedYields = 100;  // (as SharedBarrier::kYields)
   // The transport's wait_until with the runtime's deadline, asleep on the incoming bell where
   // there is one. done() must keep holding once it held (the bell's sleep asks it too).
   void wait_until(const std::function<bool()>& done, std::span<const int> watch,
