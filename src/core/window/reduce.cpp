@@ -126,10 +126,19 @@ void cas_typed(void* target, const void* compare, const void* operand, void* fet
   std::memcpy(fetched, &old, sizeof(T));
 }
 
+// The element-wise loops of large accumulates are compiled twice on x86-64: for AVX2 (32 bytes
+// a step) and for any x86-64 CPU (SSE2, 16 bytes); the loader picks one by the CPU it runs on
+// (target_clones: an ifunc). Other architectures get the one plain version.
+#if defined(__x86_64__)
+#define RMA_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RMA_VECTOR_CLONES
+#endif
+
 // target[i] = Op(target[i], operand[i]) without atomics: with Op fixed at compile time, the
 // loop is a plain element-wise loop that the compiler vectorizes.
 template <class T, ReduceOp Op>
-void plain_loop(std::byte* target, const std::byte* operand, std::byte* fetched, size_t count) {
+RMA_VECTOR_CLONES void plain_loop(std::byte* target, const std::byte* operand, std::byte* fetched, size_t count) {
   if (fetched != nullptr) std::memcpy(fetched, target, count * sizeof(T));
   if constexpr (Op == ReduceOp::NoOp) {
     return;
