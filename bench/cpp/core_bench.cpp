@@ -3,10 +3,12 @@
 // Python column is the Python layer's cost.
 // Prints the same JSON lines as bench/cases.py.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fork_job.hpp"
@@ -29,6 +31,47 @@ double median_seconds(int count, Step step) {
 
 void report(const char* name, size_t size, double seconds) {
   std::printf("{\"case\": \"%s\", \"size\": %zu, \"value\": %.9g}\n", name, size, seconds);
+}
+
+// bench/cases.py's wait_until_wake without Python: rank 1 asleep in the core's wait (as
+// win.wait_until), rank 0 putting and flushing 2 ms after both left a barrier. The median delay
+// from the put to rank 1 seeing it is the wake-up of a sleeping rank on this machine: the
+// floor of the Python case. Both ranks return it (rank 1 sends it to rank 0).
+double wait_until_wake(rma::Communicator& world, rma::Window& window, int rank) {
+  constexpr size_t kAt = 4096;  // a word no other case writes
+  auto now_ns = [] {
+    return static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  };
+  auto* word = reinterpret_cast<std::atomic<int64_t>*>(window.segment(rank)->data() + kAt);
+  auto at = rma::Region::contiguous(kAt, 8, 1);
+  std::vector<double> delays;
+  int64_t last = word->load();  // (each put's time is later than the last one's)
+  for (int step = 0; step < 200; ++step) {
+    world.barrier();
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      int64_t sent = now_ns();  // (one clock for both: CLOCK_MONOTONIC)
+      window.lock_all(0);
+      if (!window.put_direct(1, &sent, kAt, 8)) window.put(1, &sent, at);
+      if (!window.flush_direct(1)) window.flush(1);
+      window.unlock_all();
+    } else {
+      window.wait_local([&] { return word->load() > last; }, -1, [] { return std::string("wait_until_wake"); });
+      last = word->load();
+      delays.push_back(static_cast<double>(now_ns() - last) * 1e-9);
+    }
+  }
+  double median = 0;
+  if (rank == 1) {
+    std::nth_element(delays.begin(), delays.begin() + delays.size() / 2, delays.end());
+    median = delays[delays.size() / 2];
+  }
+  rma::Bytes answer = world.bcast(
+      rma::Bytes(reinterpret_cast<std::byte*>(&median), reinterpret_cast<std::byte*>(&median) + sizeof median), 1);
+  std::memcpy(&median, answer.data(), sizeof median);
+  return median;
 }
 
 int bench(int rank, const fork_job::Exchange& exchange) {
@@ -108,11 +151,13 @@ int bench(int rank, const fork_job::Exchange& exchange) {
     }
   });
   double barrier = median_seconds(2000, [&] { world->barrier(); });
+  double wake = wait_until_wake(*world, *window, rank);
   if (rank == 0) {
     report("fence_empty", 8, fence);
     report("fence_put", 8, fence_put);
     report("pscw_put", 8, pscw);
     report("barrier", 8, barrier);
+    report("wait_until_wake", 8, wake);
     std::fflush(stdout);
   }
   world->barrier();
