@@ -94,8 +94,10 @@ def test_arrivals_at_one_communicator_never_pass_another(comm):
 @pytest.mark.rma(nprocs=[2, 4], timeout=60)
 def test_the_last_rank_to_arrive_wakes_the_sleepers(comm):
     # The others sleep on their bells by the time the last rank comes (after 1 s); its ring
-    # must wake them at once: 0.1-0.4 ms here, against 1.8-2.4 ms without it (checked: with the
-    # ring dropped, every delay is above 1 ms).
+    # must wake them at once. How fast depends on the machine's wake-up of an idle vCPU:
+    # 0.1-0.4 ms on an AMD EPYC VM, 1.4-6 ms on an Intel Xeon one. Without the ring a sleeper
+    # sleeps on to its bell's next check (up to 100 ms; 50-57 ms seen), so no round may take
+    # that long (checked: with the ring dropped, this fails at 2 and at 4 ranks).
     late = comm.size - 1
     delays = []
     for _ in range(4):
@@ -111,7 +113,7 @@ def test_the_last_rank_to_arrive_wakes_the_sleepers(comm):
             left = time.time()
             delays.append(left - comm.bcast(None, root=late))
     if comm.rank != late:
-        assert min(delays) < 0.001, delays
+        assert max(delays) < 0.04, delays
 
 
 def rmarun(size, code):
