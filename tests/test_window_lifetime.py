@@ -19,6 +19,14 @@ ROUNDS = 200
 SIZE = 4096  # int64 elements: 32 KiB, the size of the arrays the dropping rank makes afterwards
 
 
+def _put_rounds(win, owner: int, rank: int) -> None:
+    """The other ranks' side: ROUNDS puts into the owner's window (which it dropped meanwhile)."""
+    pattern = np.full(SIZE, 7 + rank, np.int64)
+    for _ in range(ROUNDS):
+        with win.lock(owner, rma.LOCK_SHARED):
+            win.put(pattern, owner)
+
+
 @pytest.mark.rma(nprocs=[2, 3, 4], timeout=60)
 def test_puts_into_a_dropped_create_window_land_in_its_own_memory(comm):
     owner = 0
@@ -38,10 +46,7 @@ def test_puts_into_a_dropped_create_window_land_in_its_own_memory(comm):
         assert [w for w in caught if issubclass(w.category, ResourceWarning) and "without free" in str(w.message)]
     else:
         comm.barrier()
-        pattern = np.full(SIZE, 7 + comm.rank, np.int64)
-        for _ in range(ROUNDS):
-            with win.lock(owner, rma.LOCK_SHARED):
-                win.put(pattern, owner)
+        _put_rounds(win, owner, comm.rank)
         comm.barrier()
         with pytest.warns(ResourceWarning):
             del win  # (these ranks drop theirs too; the job ends without a collective free)
@@ -247,10 +252,7 @@ def test_puts_into_a_dropped_allocate_window_never_reach_a_later_window(comm):
             w.free()
     else:
         comm.barrier()
-        pattern = np.full(SIZE, 7 + comm.rank, np.int64)
-        for _ in range(ROUNDS):
-            with win.lock(owner, rma.LOCK_SHARED):
-                win.put(pattern, owner)
+        _put_rounds(win, owner, comm.rank)
         comm.barrier()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
