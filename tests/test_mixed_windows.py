@@ -273,14 +273,15 @@ win.free()
 @pytest.mark.parametrize("setting", ["default", "0"])
 def test_idle_ranks_with_peers_on_other_hosts_use_no_cpu(bed, setting):
     # The progress engine dozes on the rank's bell, which the fabric watcher rings when the
-    # network has something for the rank: under 0.5% of a core per idle rank (0.06-0.08% here).
-    # RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%).
+    # network has something for the rank: under 0.9% of a core per idle rank (0.06-0.08% on an
+    # AMD EPYC VM; 0.56% seen in the full suite on an Intel Xeon one, with the build of before
+    # 2026-11-26 too). RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%).
     env = {} if setting == "default" else {"RMA_FABRIC_SLEEP": setting}
     ranks = Job(bed, 4, [sys.executable, "-c", IDLE], env=env).outcome(timeout=60)
     for rank, (status, out, err) in enumerate(ranks):
         assert status == 0, f"rank {rank}: {err}"
         share = float(re.search(r"idle (\d+\.\d+)%", out).group(1))
-        assert share < 0.5 if setting == "default" else share > 0.5, f"rank {rank}: {out}"
+        assert share < 0.9 if setting == "default" else share > 0.9, f"rank {rank}: {out}"
 
 
 def test_a_bad_fabric_sleep_setting_is_refused(bed):

@@ -96,7 +96,9 @@ def _cpu_seconds():
 @pytest.mark.parametrize("waiting_in", ["lock", "wait", "wait_until"])
 def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
     # Rank 0 keeps 7 ranks waiting for 1.5 s, in win.lock, win.wait or win.wait_until; together
-    # they may use 5% of one core (polling with 1 ms sleeps used 12%; wait_until's, 20%).
+    # they may use 9% of one core (polling with 1 ms sleeps used 12%; wait_until's, 20%). Asleep
+    # on their bells they used under 1% on an AMD EPYC VM, but 5.6-6.5% in the full suite on an
+    # Intel Xeon one (under 1% there too when run alone), with the build of before 2026-11-26 too.
     win = rma.Window.allocate(comm, 1, np.int64)
     if waiting_in == "wait" and comm.rank != 0:
         win.post([0])
@@ -128,7 +130,7 @@ def test_waiting_ranks_leave_the_machine_idle(comm, waiting_in):
             win.wait_until(0, "==", 1)
         used = (_cpu_seconds() - began_cpu) / (time.monotonic() - began)
     shares = [share for share in comm.allgather(used) if share is not None]
-    assert sum(shares) < 0.05, f"CPU share of each waiting rank: {shares}"
+    assert sum(shares) < 0.09, f"CPU share of each waiting rank: {shares}"
     comm.barrier()
     win.free()
 
