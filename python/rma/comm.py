@@ -11,7 +11,7 @@ import numpy as np
 
 from ._native import _core
 from .group import Group
-from .ops import PROC_NULL, SUM, Op
+from .ops import SUM, Op
 
 __all__ = ["Comm", "Status", "MessageRequest", "ANY_SOURCE", "ANY_TAG"]
 
@@ -19,8 +19,8 @@ _PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 # recv's source and tag meaning "any": a receive takes the oldest message from any rank of the
 # communicator, or with any tag (of the user's, 0 and up).
-ANY_SOURCE: int = -1
-ANY_TAG: int = -1
+ANY_SOURCE: int = _core.ANY_SOURCE
+ANY_TAG: int = _core.ANY_TAG
 
 # What each op makes of two Python objects in comm.reduce and comm.allreduce (arrays use the
 # core's element-wise ops instead). SUM on lists concatenates, as + does.
@@ -55,63 +55,27 @@ class Status:
         return f"<rma.Status source={self.source} tag={self.tag}>"
 
 
-class MessageRequest:
-    """A nonblocking send or receive (``comm.isend``, ``comm.irecv``) until it completes.
-
-    ``wait()`` returns the received object (None for a send); ``test()`` says whether
-    ``wait()`` would return at once. A receive posted by ``irecv`` takes its message in posting
-    order, before a later ``recv`` with the same source and tag. A request dropped before its
-    ``wait()`` gives its message (if one came) to the next matching receive: nothing is lost.
-    """
-
-    __slots__ = ("_pending", "_value", "_source", "_tag", "_done")
-
-    def __init__(self, pending: _core.PendingReceive | None, value: Any = None, source: int = -1, tag: int = -1):
-        self._pending, self._value, self._source, self._tag = pending, value, source, tag
-        self._done = pending is None
-
-    def test(self, status: Status | None = None) -> bool:
-        """Return whether the request has completed; fill `status` when it has (receives)."""
-        if not self._done and self._pending is not None and self._pending.test():
-            self._finish()
-        if self._done:
-            _fill(status, self._source, self._tag)
-        return self._done
-
-    def wait(self, status: Status | None = None) -> Any:
-        """Wait for completion; return the received object (None for a send) and fill `status`."""
-        if not self._done:
-            self._finish()
-        _fill(status, self._source, self._tag)
-        return self._value
-
-    def _finish(self) -> None:
-        assert self._pending is not None
-        data, self._source, self._tag = self._pending.wait()
-        self._value, self._pending, self._done = pickle.loads(data), None, True
-
-    def __repr__(self) -> str:
-        return f"<rma.MessageRequest {'done' if self._done else 'pending'}>"
+# What comm.isend and comm.irecv return: compiled (src/bindings/message_request.cpp), so that
+# a received message goes into the request with no Python code in between.
+MessageRequest = _core.MessageRequest
 
 
-def _fill(status: Status | None, source: int, tag: int) -> None:
-    if status is not None:
-        status.source, status.tag = source, tag
-
-
-class Comm:
+class Comm(_core.Comm):
     """Communicate Python objects among the ranks of a job or of a part of it.
 
     Obtain the communicator of every rank from ``rma.init()``; make smaller ones with
     ``split``. Objects travel pickled: use these calls for coordination, and windows for data.
     Blocking calls release the GIL, raise ``rma.PeerError`` if a rank they wait for dies and
     ``rma.RMATimeoutError`` after ``RMA_TIMEOUT`` seconds.
+
+    ``send``, ``recv``, ``sendrecv``, ``isend`` and ``irecv`` are compiled methods of the base
+    class (src/bindings/comm_object.cpp): the calls made in loops, checked and pickled in one C call.
     """
 
     __slots__ = ("_core",)
 
     def __init__(self, core: _core.Communicator) -> None:
-        self._core = core
+        self._core = core  # (the compiled base took it too, in __new__)
 
     @property
     def rank(self) -> int:
@@ -164,74 +128,6 @@ class Comm:
     def _allgather(self, obj: Any, call: str) -> list[Any]:
         """allgather for the library's own calls: its errors name `call` ("Window.allocate")."""
         return [pickle.loads(item) for item in self._core.allgather(pickle.dumps(obj, _PICKLE_PROTOCOL), call)]
-
-    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Send `obj` to rank `dest` with `tag` (0 and up); return without waiting for the matching recv.
-
-        A send to ``rma.PROC_NULL`` does nothing. Example: ``comm.send({"step": 3}, dest=1, tag=7)``.
-        """
-        dest = _peer(dest, "send", "dest")
-        tag = _tag(tag, "send")
-        if dest != PROC_NULL:
-            self._core.send(pickle.dumps(obj, _PICKLE_PROTOCOL), dest, tag)
-
-    def recv(self, source: int, tag: int = 0, status: Status | None = None) -> Any:
-        """Return the oldest object sent by rank `source` with `tag`, waiting for one.
-
-        `source` may be ``rma.ANY_SOURCE`` and `tag` ``rma.ANY_TAG``; pass an ``rma.Status`` as
-        `status` to learn the message's source and tag. A receive from ``rma.PROC_NULL`` returns
-        None at once. Example: ``obj = comm.recv(rma.ANY_SOURCE, rma.ANY_TAG, status=st)``.
-        """
-        return self._recv(source, tag, status, "recv")
-
-    def _recv(self, source: int, tag: int, status: Status | None, call: str) -> Any:
-        source = _source(source, call)
-        tag = _tag(tag, call, wildcard=True)
-        if source == PROC_NULL:
-            _fill(status, PROC_NULL, ANY_TAG)
-            return None
-        data, sender, sent_tag = self._core.recv(source, tag, call)
-        _fill(status, sender, sent_tag)
-        return pickle.loads(data)
-
-    def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest:
-        """Send as ``send`` does and return a request, already complete (sends never wait for their recv).
-
-        Example: ``req = comm.isend(block, (comm.rank + 1) % comm.size); ...; req.wait()``.
-        """
-        self.send(obj, dest, tag)
-        return MessageRequest(None)
-
-    def irecv(self, source: int, tag: int = 0) -> MessageRequest:
-        """Post a receive (arguments as ``recv``) and return at once; ``request.wait()`` returns the object.
-
-        Example: ``req = comm.irecv(0); ...; obj = req.wait()``.
-        """
-        source = _source(source, "irecv")
-        tag = _tag(tag, "irecv", wildcard=True)
-        if source == PROC_NULL:
-            return MessageRequest(None, None, PROC_NULL, ANY_TAG)
-        return MessageRequest(self._core.irecv(source, tag))
-
-    def sendrecv(
-        self,
-        obj: Any,
-        dest: int,
-        sendtag: int = 0,
-        *,
-        source: int = ANY_SOURCE,
-        recvtag: int = ANY_TAG,
-        status: Status | None = None,
-    ) -> Any:
-        """Send `obj` to `dest` and return the object received from `source`: a shift or an exchange.
-
-        Never deadlocks, as sends never wait for their recv. Example, a ring:
-        ``left = comm.sendrecv(x, (rank + 1) % size, source=(rank - 1) % size)``.
-        """
-        source = _source(source, "sendrecv")  # both checked before anything moves
-        recvtag = _tag(recvtag, "sendrecv", wildcard=True)
-        self.send(obj, dest, sendtag)
-        return self._recv(source, recvtag, status, "sendrecv")
 
     def reduce(self, obj: Any, op: Op | Callable[[Any, Any], Any] = SUM, root: int = 0) -> Any:
         """Return, on root, every rank's `obj` combined by `op` in rank order; None on the other ranks.
@@ -381,10 +277,8 @@ def _integer(value: object, call: str, name: str) -> int:
         raise TypeError(f"rma: comm.{call}: {name} must be an integer, not {type(value).__name__}") from None
 
 
-# The checks below run on every message: a plain int in range returns on the first line.
-
-
 def _nonnegative(value: object, call: str, name: str) -> int:
+    # (A plain int in range returns on the first line.)
     if type(value) is int and value >= 0:
         return value
     number = _integer(value, call, name)
@@ -394,31 +288,6 @@ def _nonnegative(value: object, call: str, name: str) -> int:
 
 
 _rank = _nonnegative
-
-
-def _peer(value: object, call: str, name: str) -> int:
-    """A rank or rma.PROC_NULL."""
-    if type(value) is int and value >= 0:
-        return value
-    number = _integer(value, call, name)
-    return number if number == PROC_NULL else _nonnegative(number, call, name)
-
-
-def _source(value: object, call: str) -> int:
-    """A rank, rma.ANY_SOURCE or rma.PROC_NULL."""
-    if type(value) is int and value >= 0:
-        return value
-    number = _integer(value, call, "source")
-    return number if number in (ANY_SOURCE, PROC_NULL) else _nonnegative(number, call, "source")
-
-
-def _tag(value: object, call: str, wildcard: bool = False) -> int:
-    if type(value) is int and value >= 0:
-        return value
-    number = _integer(value, call, "tag")
-    if wildcard and number == ANY_TAG:
-        return number
-    return _nonnegative(number, call, "tag")
 
 
 def _combiner(op: object, call: str) -> Callable[[Any, Any], Any]:

@@ -28,8 +28,8 @@ bool is_enum_constant(PyObject* value) {
 void match(const Parameters& p, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots) {
   for (int i = 0; i < p.count; ++i) slots[i] = nullptr;
   if (nargs > p.positional) {
-    PyErr_Format(PyExc_TypeError, "win.%s() takes at most %d positional argument%s (%zd given)", p.method, p.positional,
-                 p.positional == 1 ? "" : "s", nargs);
+    PyErr_Format(PyExc_TypeError, "%s.%s() takes at most %d positional argument%s (%zd given)", p.owner, p.method,
+                 p.positional, p.positional == 1 ? "" : "s", nargs);
     throw py::error_already_set();
   }
   for (Py_ssize_t i = 0; i < nargs; ++i) slots[i] = args[i];
@@ -41,36 +41,38 @@ void match(const Parameters& p, PyObject* const* args, Py_ssize_t nargs, PyObjec
       if (PyUnicode_CompareWithASCIIString(name, p.names[i]) == 0) slot = i;
     }
     if (slot < 0) {
-      PyErr_Format(PyExc_TypeError, "win.%s() got an unexpected keyword argument '%U'", p.method, name);
+      PyErr_Format(PyExc_TypeError, "%s.%s() got an unexpected keyword argument '%U'", p.owner, p.method, name);
       throw py::error_already_set();
     }
     if (slots[slot] != nullptr) {
-      PyErr_Format(PyExc_TypeError, "win.%s() got multiple values for argument '%s'", p.method, p.names[slot]);
+      PyErr_Format(PyExc_TypeError, "%s.%s() got multiple values for argument '%s'", p.owner, p.method, p.names[slot]);
       throw py::error_already_set();
     }
     slots[slot] = args[nargs + k];
   }
   for (int i = 0; i < p.required; ++i) {
     if (slots[i] == nullptr) {
-      PyErr_Format(PyExc_TypeError, "win.%s() missing required argument '%s'", p.method, p.names[i]);
+      PyErr_Format(PyExc_TypeError, "%s.%s() missing required argument '%s'", p.owner, p.method, p.names[i]);
       throw py::error_already_set();
     }
   }
 }
 
-int64_t integer(PyObject* value, const char* call, const char* what) {
+int64_t integer(PyObject* value, const char* call, const char* what, const char* owner) {
   if (PyLong_CheckExact(value)) {
     int overflow = 0;
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow != 0) throw rma::UsageError(std::string("rma: win.") + call + ": " + what + " is out of range");
+    if (overflow != 0)
+      throw rma::UsageError(std::string("rma: ") + owner + "." + call + ": " + what + " is out of range");
     return number;
   }
   if (PyBool_Check(value) || is_enum_constant(value) || !PyIndex_Check(value)) {
-    type_error(std::string("rma: win.") + call + ": " + what + " must be an integer, not " + type_name(value));
+    type_error(std::string("rma: ") + owner + "." + call + ": " + what + " must be an integer, not " +
+               type_name(value));
   }
   py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(value));
   if (!number) throw py::error_already_set();
-  return integer(number.ptr(), call, what);
+  return integer(number.ptr(), call, what, owner);
 }
 
 bool is_array(PyObject* value) { return py::detail::npy_api::get().PyArray_Check_(value); }

@@ -1,4 +1,4 @@
-// Arguments of the compiled window's methods, parsed once in C++ (window_object.cpp): the
+// Arguments of the compiled methods, parsed once in C++ (window_object.cpp, comm_object.cpp): the
 // keyword/positional matching of a method, ints that must not be bools, and NumPy operands.
 // Every function here throws on a bad argument: rma::ArgumentTypeError (TypeError),
 // rma::UsageError (ValueError), or py::error_already_set for an error Python raised.
@@ -27,6 +27,7 @@ struct Parameters {
   int count;
   int required;
   int positional;
+  const char* owner = "win";  // how messages name the object: "win.put()", "comm.send()"
 };
 
 // Fills slots[i] (borrowed, null when absent) from a vectorcall's arguments, as Python would,
@@ -34,8 +35,9 @@ struct Parameters {
 void match(const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots);
 
 // An int argument (int, or anything with __index__ such as NumPy integers; not a bool, and
-// not an rma.Op, Mode or LockType): its value. what: "target_disp", for the message.
-int64_t integer(PyObject* value, const char* call, const char* what);
+// not an rma.Op, Mode or LockType): its value. what: "target_disp", for the message
+// "rma: win.put: target_disp must be an integer" (owner "win").
+int64_t integer(PyObject* value, const char* call, const char* what, const char* owner = "win");
 
 // A NumPy array (or something made into one) that a call reads from or writes into.
 struct Operand {

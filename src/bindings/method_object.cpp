@@ -42,7 +42,12 @@ PyObject* get_doc(PyObject* self, void*) {
 
 PyObject* get_name(PyObject* self, void*) { return PyUnicode_FromString(as_method(self)->spec->name); }
 
-PyObject* get_qualname(PyObject* self, void*) { return PyUnicode_FromFormat("Window.%s", as_method(self)->spec->name); }
+// "Window.put": the owner type's own name (rma._core.Window), then the method's.
+PyObject* get_qualname(PyObject* self, void*) {
+  const char* owner = as_method(self)->owner->tp_name;
+  const char* dot = std::strrchr(owner, '.');
+  return PyUnicode_FromFormat("%s.%s", dot != nullptr ? dot + 1 : owner, as_method(self)->spec->name);
+}
 
 // inspect.Signature of the text signature, built by rma's Python side (which can evaluate
 // defaults such as rma.Op.SUM).

@@ -1,7 +1,8 @@
-// The methods of rma._core.Window as descriptors of their own type (method_object.cpp): they
-// are called like built-in methods (no bound-method object on `win.put(...)`, thanks to
-// Py_TPFLAGS_METHOD_DESCRIPTOR), and, unlike built-in methods, they have a __signature__ whose
-// defaults may be rma.SUM or rma.LOCK_EXCLUSIVE (inspect.signature, IPython's `win.put?`).
+// The methods of rma._core.Window and rma._core.Comm as descriptors of their own type
+// (method_object.cpp): they are called like built-in methods (no bound-method object on
+// `win.put(...)`, thanks to Py_TPFLAGS_METHOD_DESCRIPTOR), and, unlike built-in methods, they
+// have a __signature__ whose defaults may be rma.SUM or rma.LOCK_EXCLUSIVE (inspect.signature,
+// IPython's `win.put?`).
 #pragma once
 
 #include <Python.h>

@@ -9,6 +9,7 @@ void register_errors(py::module_& m);
 void register_constants(py::module_& m);
 void register_runtime(py::module_& m);
 void register_communicator(py::module_& m);
+void register_comm_type(py::module_& m);
 void register_window(py::module_& m);
 void register_window_type(py::module_& m);
 void register_facade_window(py::module_& m);
@@ -19,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
   register_constants(m);
   register_runtime(m);
   register_communicator(m);
+  register_comm_type(m);
   register_window(m);
   register_window_type(m);
   register_facade_window(m);

@@ -27,10 +27,6 @@ py::list to_python(const std::vector<rma::Bytes>& items) {
   return list;
 }
 
-py::tuple to_python(const rma::Received& received) {
-  return py::make_tuple(to_python(received.data), received.source, received.tag);
-}
-
 std::vector<rma::Bytes> from_python(const py::list& items) {
   std::vector<rma::Bytes> out;
   out.reserve(items.size());
@@ -86,27 +82,6 @@ void register_communicator(py::module_& m) {
                              "Whether barrier() meets in shared memory (else through messages).")
       .def_property_readonly("host_ranks", &Communicator::host_ranks,
                              "The ranks of the members on this rank's host, ascending (this rank among them).")
-      .def("send",
-           [](Communicator& comm, const py::bytes& data, int dest, int tag) {
-             auto bytes = view(data);
-             py::gil_scoped_release release;
-             comm.send(bytes, dest, tag);
-           })
-      .def(
-          "recv",
-          [](Communicator& comm, int source, int tag, const std::string& call) {
-            rma::Received received;
-            {
-              py::gil_scoped_release release;
-              received = comm.recv(source, tag, call.c_str());
-            }
-            return to_python(received);
-          },
-          py::arg("source"), py::arg("tag"), py::arg("call") = "recv",
-          "(data, source, tag) of the oldest matching message; source and tag may be -1 (any).")
-      .def(
-          "irecv", [](Communicator& comm, int source, int tag) { return comm.irecv(source, tag); },
-          "A posted receive; source and tag may be -1 (any).")
       .def(
           "barrier", [](Communicator& comm) { comm.barrier(); }, py::call_guard<py::gil_scoped_release>())
       .def(
@@ -177,19 +152,4 @@ void register_communicator(py::module_& m) {
            })
       .def("reduce_arrays", &reduce_arrays, py::arg("data"), py::arg("result"), py::arg("op"), py::arg("root"),
            py::arg("call"), "Element-wise reduction of C-contiguous arrays into result; root -1: on every rank.");
-
-  py::class_<rma::PendingReceive, std::shared_ptr<rma::PendingReceive>>(m, "PendingReceive")
-      .def("test", &rma::PendingReceive::test, py::call_guard<py::gil_scoped_release>(),
-           "Whether the message has come.")
-      .def(
-          "wait",
-          [](rma::PendingReceive& pending) {
-            rma::Received received;
-            {
-              py::gil_scoped_release release;
-              received = pending.wait();
-            }
-            return to_python(received);
-          },
-          "(data, source, tag), waiting for the message.");
 }

@@ -11,8 +11,8 @@
 
 #include "arguments.hpp"
 #include "errors.hpp"
+#include "guarded_call.hpp"
 #include "method_object.hpp"
-#include "python_errors.hpp"
 #include "window_object.hpp"
 
 namespace window_methods {
@@ -26,42 +26,8 @@ constexpr uint64_t kReleaseGilBytes = 256 * 1024;
 inline WindowState& state_of(WindowObject* self) { return *self->state; }
 inline rma::Window& core_of(WindowObject* self) { return *self->state->core; }
 
-// Runs body; a C++ exception becomes the Python exception of rma.errors (or TypeError,
-// ValueError) and the method returns null.
-template <class Body>
-PyObject* guarded(Body&& body) {
-  try {
-    return body();
-  } catch (py::error_already_set& error) {
-    error.restore();
-  } catch (...) {
-    std::exception_ptr failure = std::current_exception();
-    if (!set_python_error(failure)) {
-      try {
-        std::rethrow_exception(failure);
-      } catch (const std::exception& error) {
-        PyErr_SetString(PyExc_RuntimeError, error.what());
-      } catch (...) {
-        PyErr_SetString(PyExc_RuntimeError, "rma: unknown error in the core");
-      }
-    }
-  }
-  return nullptr;
-}
-
-// Runs body with the GIL released (it may block); rethrows its exception with the GIL held.
-template <class Body>
-void released(Body&& body) {
-  std::exception_ptr failure;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    body();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  Py_END_ALLOW_THREADS
-  if (failure) std::rethrow_exception(failure);
-}
+using guarded_call::guarded;
+using guarded_call::released;
 
 // Releases the GIL around body only for large copies.
 template <class Body>

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..comm import Comm, MessageRequest, Status
+from ..comm import ANY_SOURCE, ANY_TAG, Comm, MessageRequest, Status
 from ..ops import SUM
 from .clock import clock
 
@@ -25,14 +25,6 @@ def _merged(wrapped: Any) -> Any:
     carried, obj = wrapped
     clock().merge(carried)
     return obj
-
-
-class _CheckedRequest(MessageRequest):
-    __slots__ = ()
-
-    def _finish(self) -> None:
-        super()._finish()
-        self._value = _merged(self._value)
 
 
 class CheckedComm(Comm):
@@ -54,14 +46,27 @@ class CheckedComm(Comm):
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         super().send((clock().publish(), obj), dest, tag)
 
-    def _recv(self, source: int, tag: int, status: Status | None, call: str) -> Any:
-        return _merged(super()._recv(source, tag, status, call))
+    def recv(self, source: int, tag: int = 0, status: Status | None = None) -> Any:
+        return _merged(super().recv(source, tag, status))
+
+    def sendrecv(
+        self,
+        obj: Any,
+        dest: int,
+        sendtag: int = 0,
+        *,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Any:
+        wrapped = (clock().publish(), obj)
+        return _merged(super().sendrecv(wrapped, dest, sendtag, source=source, recvtag=recvtag, status=status))
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest:
+        return super().isend((clock().publish(), obj), dest, tag)
 
     def irecv(self, source: int, tag: int = 0) -> MessageRequest:
-        request = super().irecv(source, tag)
-        checked = _CheckedRequest(request._pending, request._value, request._source, request._tag)
-        checked._done = request._done
-        return checked
+        return self._irecv(source, tag, _merged)
 
     def scatter(self, objs: Any, root: int = 0) -> Any:
         now = clock().publish()

@@ -1,0 +1,185 @@
+// rma.MessageRequest: what comm.isend and comm.irecv return.
+//
+// A receive's message goes from the core into the request with no Python code in between, and
+// is kept there (as its bytes, then as the object) until wait() returns it: a Ctrl-C, or an
+// unpickling that fails, leaves the message in the request, and the next wait() returns it.
+// (A request written in Python lost the message to a Ctrl-C that landed after the core gave it
+// up and before Python stored it.)
+#include "message_request.hpp"
+
+#include <string>
+
+#include "guarded_call.hpp"
+#include "method_object.hpp"
+#include "pickled.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using guarded_call::guarded;
+using guarded_call::released;
+
+struct RequestObject {
+  PyObject_HEAD
+  std::shared_ptr<rma::PendingReceive>* pending;  // until the core gave up the message
+  PyObject* data;                                 // the message's bytes, until unpickled
+  PyObject* value;                                // the object (None for a send), once unpickled
+  PyObject* finish;                               // applied to the object once, before wait() returns it; may be null
+  int source;
+  int tag;
+  bool done;  // value is what wait() returns
+};
+
+RequestObject* as_request(PyObject* self) { return reinterpret_cast<RequestObject*>(self); }
+
+PyTypeObject* request_type();
+
+RequestObject* allocate() {
+  auto* request = PyObject_New(RequestObject, request_type());
+  if (request == nullptr) throw py::error_already_set();
+  request->pending = nullptr;
+  request->data = request->value = request->finish = nullptr;
+  request->source = request->tag = -1;
+  request->done = false;
+  return request;
+}
+
+// Each step keeps what it made before the next can fail, so that a failure (an interrupt
+// inside unpickling, the checker's function) is retried from there by the next wait().
+void complete(RequestObject* request, bool wait) {
+  if (request->pending != nullptr) {
+    rma::PendingReceive& pending = **request->pending;
+    bool arrived = true;
+    if (wait) {
+      rma::Received received;
+      released([&] { received = pending.wait(); });
+      request->data =
+          PyBytes_FromStringAndSize(reinterpret_cast<const char*>(received.data.data()), received.data.size());
+      request->source = received.source;
+      request->tag = received.tag;
+      delete request->pending;
+      request->pending = nullptr;
+      if (request->data == nullptr) throw py::error_already_set();  // (out of memory: the message is lost)
+    } else {
+      released([&] { arrived = pending.test(); });
+      if (arrived) complete(request, true);  // (returns at once)
+      return;
+    }
+  }
+  if (request->data != nullptr) {
+    request->value = pickled::loads(request->data);
+    if (request->value == nullptr) throw py::error_already_set();
+    Py_CLEAR(request->data);
+  }
+  if (request->finish != nullptr) {
+    PyObject* finished = PyObject_CallOneArg(request->finish, request->value);
+    if (finished == nullptr) throw py::error_already_set();
+    Py_SETREF(request->value, finished);
+    Py_CLEAR(request->finish);
+  }
+  request->done = true;
+}
+
+void fill(PyObject* status, const RequestObject* request) {
+  if (!pickled::fill_status(status, request->source, request->tag)) throw py::error_already_set();
+}
+
+// The one optional argument of wait() and test(): status.
+PyObject* status_argument(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const char* method) {
+  Py_ssize_t keywords = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs + keywords > 1 ||
+      (keywords == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "status") != 0)) {
+    PyErr_Format(PyExc_TypeError, "MessageRequest.%s() takes one argument, status", method);
+    throw py::error_already_set();
+  }
+  return nargs + keywords == 1 ? args[0] : nullptr;
+}
+
+PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    PyObject* status = status_argument(args, nargs, kwnames, "wait");
+    RequestObject* request = as_request(self);
+    if (!request->done) complete(request, true);
+    fill(status, request);
+    return Py_NewRef(request->value);
+  });
+}
+
+PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    PyObject* status = status_argument(args, nargs, kwnames, "test");
+    RequestObject* request = as_request(self);
+    if (!request->done) complete(request, false);
+    if (request->done) fill(status, request);
+    return PyBool_FromLong(request->done);
+  });
+}
+
+const MethodSpec kMethods[] = {
+    {"wait", wait,
+     "wait($self, /, status=None)\n--\n\n"
+     "Wait for completion; return the received object (None for a send) and fill `status`.\n\n"
+     "An interrupted wait() keeps the message: the next wait() returns it."},
+    {"test", test,
+     "test($self, /, status=None)\n--\n\n"
+     "Return whether the request has completed; fill `status` when it has (receives)."},
+};
+
+PyObject* request_repr(PyObject* self) {
+  return PyUnicode_FromFormat("<rma.MessageRequest %s>", as_request(self)->done ? "done" : "pending");
+}
+
+// A request dropped unfinished gives its message (if one came) to the next matching receive:
+// the core's PendingReceive withdraws itself.
+void request_dealloc(PyObject* self) {
+  RequestObject* request = as_request(self);
+  delete request->pending;
+  Py_CLEAR(request->data);
+  Py_CLEAR(request->value);
+  Py_CLEAR(request->finish);
+  PyObject_Free(self);
+}
+
+PyTypeObject* request_type() {
+  static PyTypeObject type = [] {
+    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+    t.tp_name = "rma.MessageRequest";
+    t.tp_doc =
+        "A nonblocking send or receive (``comm.isend``, ``comm.irecv``) until it completes.\n\n"
+        "``wait()`` returns the received object (None for a send); ``test()`` says whether\n"
+        "``wait()`` would return at once. A receive posted by ``irecv`` takes its message in posting\n"
+        "order, before a later ``recv`` with the same source and tag. A request dropped before its\n"
+        "``wait()`` gives its message (if one came) to the next matching receive: nothing is lost.";
+    t.tp_basicsize = sizeof(RequestObject);
+    t.tp_flags = Py_TPFLAGS_DEFAULT;
+    t.tp_dealloc = request_dealloc;
+    t.tp_repr = request_repr;
+    return t;
+  }();
+  return &type;
+}
+
+}  // namespace
+
+PyObject* new_complete_request(int source, int tag) {
+  RequestObject* request = allocate();
+  request->value = Py_NewRef(Py_None);
+  request->source = source;
+  request->tag = tag;
+  request->done = true;
+  return reinterpret_cast<PyObject*>(request);
+}
+
+PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyObject* finish) {
+  RequestObject* request = allocate();
+  request->pending = new std::shared_ptr<rma::PendingReceive>(std::move(pending));
+  request->finish = finish != nullptr && finish != Py_None ? Py_NewRef(finish) : nullptr;
+  return reinterpret_cast<PyObject*>(request);
+}
+
+void register_message_request_type(py::module_& m) {
+  if (PyType_Ready(request_type()) < 0) throw py::error_already_set();
+  for (const MethodSpec& spec : kMethods) add_method(request_type(), spec);
+  m.add_object("MessageRequest", py::handle(reinterpret_cast<PyObject*>(request_type())));
+}

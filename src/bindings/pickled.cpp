@@ -1,0 +1,49 @@
+#include "pickled.hpp"
+
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace pickled {
+
+namespace {
+struct Names {
+  PyObject* dumps;
+  PyObject* loads;
+  PyObject* protocol;
+  PyObject* source;
+  PyObject* tag;
+};
+
+// Kept for the life of the process (the module's functions never change).
+const Names& names() {
+  static const Names made = [] {
+    py::module_ module = py::module_::import("pickle");
+    auto kept = [&](const char* name) { return py::object(module.attr(name)).release().ptr(); };
+    return Names{kept("dumps"), kept("loads"), kept("HIGHEST_PROTOCOL"), PyUnicode_InternFromString("source"),
+                 PyUnicode_InternFromString("tag")};
+  }();
+  return made;
+}
+}  // namespace
+
+PyObject* dumps(PyObject* obj) {
+  PyObject* args[] = {obj, names().protocol};
+  return PyObject_Vectorcall(names().dumps, args, 2, nullptr);
+}
+
+PyObject* loads(PyObject* data) { return PyObject_CallOneArg(names().loads, data); }
+
+bool fill_status(PyObject* status, int source, int tag) {
+  if (status == nullptr || status == Py_None) return true;
+  PyObject* source_value = PyLong_FromLong(source);
+  PyObject* tag_value = PyLong_FromLong(tag);
+  bool filled = source_value != nullptr && tag_value != nullptr &&
+                PyObject_SetAttr(status, names().source, source_value) == 0 &&
+                PyObject_SetAttr(status, names().tag, tag_value) == 0;
+  Py_XDECREF(source_value);
+  Py_XDECREF(tag_value);
+  return filled;
+}
+
+}  // namespace pickled
