@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "errors.hpp"
 #include "runtime/runtime.hpp"
@@ -223,15 +224,10 @@ std::shared_ptr<MessageMatcher::Receive> Communicator::post_receive(int source, 
                                   tag == kAnyTag ? MessageMatcher::kAnyUserTag : tag);
 }
 
-Received Communicator::recv(int source, int tag, const char* call) {
+std::shared_ptr<PendingReceive> Communicator::irecv(int source, int tag, const char* call) {
   check_receive(source, tag, call);
-  PendingReceive pending(shared_from_this(), call, post_receive(source, tag));
-  return pending.wait();
-}
-
-std::shared_ptr<PendingReceive> Communicator::irecv(int source, int tag) {
-  check_receive(source, tag, "irecv");
-  return std::make_shared<PendingReceive>(shared_from_this(), "irecv request's wait", post_receive(source, tag));
+  const char* waits_as = std::string_view(call) == "irecv" ? "irecv request's wait" : call;
+  return std::make_shared<PendingReceive>(shared_from_this(), waits_as, post_receive(source, tag));
 }
 
 PendingReceive::PendingReceive(std::shared_ptr<Communicator> comm, const char* call,
@@ -248,10 +244,14 @@ bool PendingReceive::test() {
   return comm_->runtime().matcher().filled(*receive_);
 }
 
-Received PendingReceive::wait() {
+void PendingReceive::wait_arrived() {
   if (collected_)
     throw UsageError("rma: comm.irecv: this request's message was already received (wait() returns it once)");
   comm_->wait_filled(*receive_, call_);
+}
+
+Received PendingReceive::wait() {
+  wait_arrived();
   collected_ = true;
   return comm_->received(std::move(*comm_->runtime().matcher().collect(*receive_)));
 }

@@ -46,6 +46,9 @@ class PendingReceive {
   PendingReceive& operator=(const PendingReceive&) = delete;
   // Whether the message has come (then wait() returns at once). Makes progress.
   bool test();
+  // Waits until the message has come, as recv does, without taking it: the caller may still
+  // drop the receive, and with it give the message to the next matching receive.
+  void wait_arrived();
   // The message, waiting for it as recv does. Once only.
   Received wait();
 
@@ -90,12 +93,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // Returns once the message is on its way (it does not wait for the matching recv).
   void send(std::span<const std::byte> data, int dest, int tag);
-  // The oldest message from source with tag, waiting for it if needed; source may be
-  // kAnySource and tag kAnyTag. Receives are matched in the order they were posted (irecv).
-  // call: the communicator call it serves, named in errors ("sendrecv").
-  Received recv(int source, int tag, const char* call = "recv");
-  // Posts a receive and returns at once; the request completes it.
-  std::shared_ptr<PendingReceive> irecv(int source, int tag);
+  // Posts a receive of the oldest message from source with tag, and returns at once: its
+  // wait() returns the message. source may be kAnySource and tag kAnyTag. Receives are matched
+  // in the order they were posted. call: the communicator call it serves, named in its
+  // errors ("recv", "sendrecv"; a wait from "irecv" is "irecv request's wait").
+  std::shared_ptr<PendingReceive> irecv(int source, int tag, const char* call = "irecv");
 
   // The collectives; `call` names the call they serve in their errors.
   // In shared memory when every member shares this host, else through messages.
