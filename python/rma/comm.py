@@ -68,8 +68,9 @@ class Comm(_core.Comm):
     Blocking calls release the GIL, raise ``rma.PeerError`` if a rank they wait for dies and
     ``rma.RMATimeoutError`` after ``RMA_TIMEOUT`` seconds.
 
-    ``send``, ``recv``, ``sendrecv``, ``isend`` and ``irecv`` are compiled methods of the base
-    class (src/bindings/comm_object.cpp): the calls made in loops, checked and pickled in one C call.
+    ``send``, ``recv``, ``sendrecv``, ``isend``, ``irecv``, ``Allreduce`` and ``Reduce`` are
+    compiled methods of the base class (src/bindings/comm_object.cpp, comm_array_calls.cpp):
+    the calls made in loops, each checked (and its objects pickled) in one C call.
     """
 
     __slots__ = ("_core",)
@@ -147,9 +148,9 @@ class Comm(_core.Comm):
         Example: ``total = comm.allreduce(len(my_items))``; ``best = comm.allreduce(score, op=rma.MAX)``.
         """
         combine = _combiner(op, "allreduce")
-        items = self._core.gather(pickle.dumps(obj, _PICKLE_PROTOCOL), 0, "comm.allreduce")
-        result = _fold(combine, [pickle.loads(item) for item in items]) if self._core.rank == 0 else None
-        return pickle.loads(self._core.bcast(pickle.dumps(result, _PICKLE_PROTOCOL), 0, "comm.allreduce"))
+        # Every rank folds every rank's object, in rank order: one allgather (in shared memory,
+        # one barrier, where the objects are small) rather than a gather and a bcast.
+        return _fold(combine, self._allgather(obj, "comm.allreduce"))
 
     def scatter(self, objs: Sequence[Any] | None, root: int = 0) -> Any:
         """Return item `rank` of root's sequence `objs` (one item per rank; ignored on the other ranks).
@@ -181,23 +182,6 @@ class Comm(_core.Comm):
             pickle.loads(item) for item in self._core.alltoall([pickle.dumps(obj, _PICKLE_PROTOCOL) for obj in objs])
         ]
 
-    def Allreduce(self, sendbuf: Any, recvbuf: np.ndarray | None = None, op: Op = SUM) -> None:  # noqa: N802
-        """Combine every rank's array element-wise with `op`; the result lands in `recvbuf` on every rank.
-
-        Arrays of numbers (the dtypes windows take), the same size on every rank; `recvbuf` a
-        writable array of that dtype and size. Without `recvbuf`, the result replaces `sendbuf`
-        (in place). The mpi4py spelling; for objects, use ``allreduce``.
-        Example: ``comm.Allreduce(local_sums)`` (in place).
-        """
-        self._reduce_arrays(sendbuf, recvbuf, op, -1, "comm.Allreduce")
-
-    def Reduce(self, sendbuf: Any, recvbuf: np.ndarray | None = None, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
-        """As ``Allreduce``, with the result on `root` only (recvbuf is ignored elsewhere).
-
-        Example: ``comm.Reduce(partial, total, op=rma.MAX)  # total filled on rank 0``.
-        """
-        self._reduce_arrays(sendbuf, recvbuf, op, _rank(root, "Reduce", "root"), "comm.Reduce")
-
     def Bcast(self, buf: np.ndarray, root: int = 0) -> None:  # noqa: N802
         """Copy root's array `buf` into `buf` on every rank (writable, the same dtype and size everywhere).
 
@@ -215,22 +199,8 @@ class Comm(_core.Comm):
                 f"{len(received)}: buf must have the same dtype and size on every rank"
             )
         if not is_root:
-            _output(buf, array, "comm.Bcast", "buf")[...] = np.frombuffer(received, array.dtype).reshape(array.shape)
-
-    def _reduce_arrays(self, sendbuf: Any, recvbuf: np.ndarray | None, op: Op, root: int, call: str) -> None:
-        if not isinstance(op, Op):
-            raise TypeError(f"rma: {call}: op must be an rma.Op (SUM, MAX...), not {type(op).__name__}")
-        data = _array(sendbuf, call, "sendbuf")
-        gets_result = root < 0 or root == self._core.rank
-        target = None
-        if gets_result:
-            named, given = ("recvbuf", recvbuf) if recvbuf is not None else ("sendbuf (in place)", sendbuf)
-            target = _output(given, data, call, named)
-        # The core writes into a C-contiguous array; another layout gets a copy back.
-        contiguous = target if target is None or target.flags.c_contiguous else np.empty_like(target, order="C")
-        self._core.reduce_arrays(data, contiguous, op, root, call)
-        if target is not None and contiguous is not target:
-            target[...] = contiguous
+            self._check_result(buf, array, "comm.Bcast", "buf")
+            buf[...] = np.frombuffer(received, array.dtype).reshape(array.shape)
 
     def split_type(self, kind: str = "host", key: int = 0) -> Comm:
         """Return the communicator of the ranks that share this rank's host, ordered by `key`, then rank.
@@ -305,27 +275,3 @@ def _fold(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
     for item in items[1:]:
         result = combine(result, item)
     return result
-
-
-def _array(value: Any, call: str, name: str) -> np.ndarray:
-    """A C-contiguous array of a dtype the core reduces (a copy if the layout differs)."""
-    array = np.ascontiguousarray(value)
-    if array.dtype not in _REDUCIBLE:
-        raise TypeError(f"rma: {call}: {name} has dtype {array.dtype}, which rma does not reduce")
-    return array
-
-
-def _output(value: Any, data: np.ndarray, call: str, name: str) -> np.ndarray:
-    """`value` as the writable array a result goes into: data's dtype and size."""
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"rma: {call}: {name} must be a NumPy array to receive the result, not {type(value).__name__}")
-    if not value.flags.writeable:
-        raise ValueError(f"rma: {call}: {name} is read-only")
-    if value.dtype != data.dtype or value.size != data.size:
-        raise ValueError(
-            f"rma: {call}: {name} is {value.size} x {value.dtype} but the data is {data.size} x {data.dtype}"
-        )
-    return value
-
-
-_REDUCIBLE = frozenset(np.dtype(dtype) for dtype in _core.ELEMENT_DTYPES)

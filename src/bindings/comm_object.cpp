@@ -18,6 +18,7 @@
 #include <string>
 
 #include "arguments.hpp"
+#include "comm_object.hpp"
 #include "errors.hpp"
 #include "guarded_call.hpp"
 #include "message_request.hpp"
@@ -34,19 +35,14 @@ using arguments::Parameters;
 using guarded_call::guarded;
 using guarded_call::released;
 
-struct CommObject {
-  PyObject_HEAD
-  std::shared_ptr<rma::Communicator>* core;
-};
-
-rma::Communicator& core_of(PyObject* self) { return **reinterpret_cast<CommObject*>(self)->core; }
+rma::Communicator& core_of(PyObject* self) { return comm_core_of(self); }
 
 constexpr int kAny = rma::Communicator::kAnySource;  // (rma.ANY_SOURCE and rma.ANY_TAG alike)
 static_assert(rma::Communicator::kAnyTag == kAny);
 
-// The rank and tag arguments, with the messages rma.Comm's Python calls give. `wildcard`: the
-// value that stands for "any" (kAny) is taken too; PROC_NULL where `proc_null`.
-int number(PyObject* value, const char* call, const char* name, bool wildcard, bool proc_null) {
+}  // namespace
+
+int comm_number(PyObject* value, const char* call, const char* name, bool wildcard, bool proc_null) {
   int64_t given = arguments::integer(value, call, name, "comm");
   if (given > INT32_MAX) {
     throw rma::UsageError(std::string("rma: comm.") + call + ": " + name + " " + std::to_string(given) +
@@ -57,6 +53,8 @@ int number(PyObject* value, const char* call, const char* name, bool wildcard, b
     return static_cast<int>(given);
   throw rma::UsageError(std::string("rma: comm.") + call + ": " + name + " must be >= 0, got " + std::to_string(given));
 }
+
+namespace {
 
 void fill(PyObject* status, int source, int tag) {
   if (!pickled::fill_status(status, source, tag)) throw py::error_already_set();
@@ -100,8 +98,8 @@ PyObject* send(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
   return guarded([&]() -> PyObject* {
     PyObject* slot[3];
     arguments::match(kSend, args, nargs, kwnames, slot);
-    int dest = number(slot[1], "send", "dest", false, true);
-    int tag = slot[2] != nullptr ? number(slot[2], "send", "tag", false, false) : 0;
+    int dest = comm_number(slot[1], "send", "dest", false, true);
+    int tag = slot[2] != nullptr ? comm_number(slot[2], "send", "tag", false, false) : 0;
     send_object(self, slot[0], dest, tag);
     Py_RETURN_NONE;
   });
@@ -111,8 +109,8 @@ PyObject* recv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
   return guarded([&]() -> PyObject* {
     PyObject* slot[3];
     arguments::match(kRecv, args, nargs, kwnames, slot);
-    int source = number(slot[0], "recv", "source", true, true);
-    int tag = slot[1] != nullptr ? number(slot[1], "recv", "tag", true, false) : 0;
+    int source = comm_number(slot[0], "recv", "source", true, true);
+    int tag = slot[1] != nullptr ? comm_number(slot[1], "recv", "tag", true, false) : 0;
     return receive_object(self, source, tag, slot[2], "recv");
   });
 }
@@ -122,10 +120,10 @@ PyObject* sendrecv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     PyObject* slot[6];
     arguments::match(kSendrecv, args, nargs, kwnames, slot);
     // Every argument checked before anything moves.
-    int dest = number(slot[1], "sendrecv", "dest", false, true);
-    int sendtag = slot[2] != nullptr ? number(slot[2], "sendrecv", "sendtag", false, false) : 0;
-    int source = slot[3] != nullptr ? number(slot[3], "sendrecv", "source", true, true) : kAny;
-    int recvtag = slot[4] != nullptr ? number(slot[4], "sendrecv", "recvtag", true, false) : kAny;
+    int dest = comm_number(slot[1], "sendrecv", "dest", false, true);
+    int sendtag = slot[2] != nullptr ? comm_number(slot[2], "sendrecv", "sendtag", false, false) : 0;
+    int source = slot[3] != nullptr ? comm_number(slot[3], "sendrecv", "source", true, true) : kAny;
+    int recvtag = slot[4] != nullptr ? comm_number(slot[4], "sendrecv", "recvtag", true, false) : kAny;
     send_object(self, slot[0], dest, sendtag);
     return receive_object(self, source, recvtag, slot[5], "sendrecv");
   });
@@ -139,16 +137,16 @@ PyObject* isend(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObjec
   return guarded([&]() -> PyObject* {
     PyObject* slot[3];
     arguments::match(kIsend, args, nargs, kwnames, slot);
-    int dest = number(slot[1], "isend", "dest", false, true);
-    int tag = slot[2] != nullptr ? number(slot[2], "isend", "tag", false, false) : 0;
+    int dest = comm_number(slot[1], "isend", "dest", false, true);
+    int tag = slot[2] != nullptr ? comm_number(slot[2], "isend", "tag", false, false) : 0;
     send_object(self, slot[0], dest, tag);
     return new_complete_request(-1, -1);
   });
 }
 
 PyObject* receive_request(PyObject* self, PyObject* source_value, PyObject* tag_value, PyObject* finish) {
-  int source = number(source_value, "irecv", "source", true, true);
-  int tag = tag_value != nullptr ? number(tag_value, "irecv", "tag", true, false) : 0;
+  int source = comm_number(source_value, "irecv", "source", true, true);
+  int tag = tag_value != nullptr ? comm_number(tag_value, "irecv", "tag", true, false) : 0;
   if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, kAny);
   return new_receive_request(core_of(self).irecv(source, tag), finish);
 }
@@ -241,5 +239,6 @@ void register_comm_type(py::module_& m) {
   m.attr("ANY_TAG") = rma::Communicator::kAnyTag;
   if (PyType_Ready(comm_type()) < 0) throw py::error_already_set();
   for (const MethodSpec& spec : kMethods) add_method(comm_type(), spec);
+  for (const MethodSpec& spec : comm_array_methods()) add_method(comm_type(), spec);
   m.add_object("Comm", py::handle(reinterpret_cast<PyObject*>(comm_type())));
 }

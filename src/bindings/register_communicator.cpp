@@ -1,10 +1,6 @@
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
-
-#include "constants.hpp"
 #include "errors.hpp"
 #include "runtime/communicator.hpp"
 
@@ -38,36 +34,6 @@ std::vector<rma::Bytes> from_python(const py::list& items) {
   return out;
 }
 
-// The reductions of arrays: `data` and `result` are C-contiguous arrays the Python layer checked
-// (same dtype and size, result writable); result is None where no result is due (reduce off root).
-void reduce_arrays(rma::Communicator& comm, const py::array& data, const py::object& result, const py::object& op,
-                   int root, const std::string& call) {
-  rma::ReduceOp reduce_op;
-  if (!constants::op_of(op.ptr(), reduce_op)) throw py::type_error("rma: " + call + ": op must be an rma.Op");
-  rma::ElementType type = constants::element_type_of(reinterpret_cast<PyObject*>(data.dtype().ptr()));
-  if (type == rma::ElementType::Bytes) {
-    throw py::type_error("rma: " + call + ": cannot reduce elements of dtype " +
-                         py::str(data.dtype()).cast<std::string>());
-  }
-  std::span<const std::byte> bytes(static_cast<const std::byte*>(data.data()), data.nbytes());
-  std::byte* out = result.is_none() ? nullptr : static_cast<std::byte*>(result.cast<py::array>().mutable_data());
-  rma::CallName named = [&call] { return call; };
-  rma::Bytes reduced;
-  {
-    // The arrays stay alive: the caller's references hold them until this returns.
-    py::gil_scoped_release release;
-    reduced =
-        root < 0 ? comm.allreduce(bytes, type, reduce_op, named) : comm.reduce(bytes, type, reduce_op, root, named);
-  }
-  if (out == nullptr || reduced.empty()) return;
-  // A rank that passed another size (or a stray message) must not write past the result.
-  if (reduced.size() != static_cast<size_t>(data.nbytes())) {
-    throw rma::UsageError("rma: " + call + ": rank " + std::to_string(comm.rank()) + " passed " +
-                          std::to_string(data.nbytes()) + " bytes but the reduction holds " +
-                          std::to_string(reduced.size()) + ": every rank must pass the same dtype and size");
-  }
-  std::memcpy(out, reduced.data(), reduced.size());
-}
 }  // namespace
 
 void register_communicator(py::module_& m) {
@@ -140,16 +106,13 @@ void register_communicator(py::module_& m) {
              }
              return to_python(mine);
            })
-      .def("alltoall",
-           [](Communicator& comm, const py::list& items) {
-             std::vector<rma::Bytes> list = from_python(items);
-             std::vector<rma::Bytes> result;
-             {
-               py::gil_scoped_release release;
-               result = comm.alltoall(list);
-             }
-             return to_python(result);
-           })
-      .def("reduce_arrays", &reduce_arrays, py::arg("data"), py::arg("result"), py::arg("op"), py::arg("root"),
-           py::arg("call"), "Element-wise reduction of C-contiguous arrays into result; root -1: on every rank.");
+      .def("alltoall", [](Communicator& comm, const py::list& items) {
+        std::vector<rma::Bytes> list = from_python(items);
+        std::vector<rma::Bytes> result;
+        {
+          py::gil_scoped_release release;
+          result = comm.alltoall(list);
+        }
+        return to_python(result);
+      });
 }

@@ -1,7 +1,8 @@
 """The communicator calls under RMA_CHECK: each that orders ranks carries the vector clock.
 
 A message carries its sender's clock, and a receive merges it; a barrier, bcast, gather,
-allgather, scatter or alltoall carries the clocks its data goes along with. The reductions
+allgather (and so allreduce, made of one), scatter or alltoall carries the clocks its data goes
+along with. The other reductions
 (which combine objects or arrays on the way) begin with an exchange of clocks among all ranks:
 that orders a little more than the reduction itself does, so it can hide a race, never report
 one that is not there.
@@ -80,13 +81,13 @@ class CheckedComm(Comm):
         self._exchange_clocks()
         return super().reduce(obj, op, root)
 
-    def allreduce(self, obj: Any, op: Any = SUM) -> Any:
+    def Allreduce(self, sendbuf: Any, recvbuf: Any = None, op: Any = SUM) -> None:  # noqa: N802
         self._exchange_clocks()
-        return super().allreduce(obj, op)
+        super().Allreduce(sendbuf, recvbuf, op)
 
-    def _reduce_arrays(self, *args: Any) -> None:
+    def Reduce(self, sendbuf: Any, recvbuf: Any = None, op: Any = SUM, root: int = 0) -> None:  # noqa: N802
         self._exchange_clocks()
-        super()._reduce_arrays(*args)
+        super().Reduce(sendbuf, recvbuf, op, root)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
         self._exchange_clocks()

@@ -6,8 +6,12 @@ namespace {
 size_t round_up(size_t value, size_t to) { return (value + to - 1) / to * to; }
 }  // namespace
 
+size_t BarrierBoard::words_bytes(int ranks) {
+  return round_up(static_cast<size_t>(ranks) * sizeof(std::atomic<uint32_t>), 64);
+}
+
 size_t BarrierBoard::stride(int ranks) {
-  return kRoundBytes + round_up(static_cast<size_t>(ranks) * sizeof(std::atomic<uint32_t>), 64);
+  return kRoundBytes + words_bytes(ranks) + static_cast<size_t>(ranks) * 2 * kCellBytes;
 }
 
 size_t BarrierBoard::bytes(int ranks) { return kSlots * stride(ranks); }

@@ -5,6 +5,9 @@
 // and costs nothing to make: the world's barrier is slot 0 of world rank 0's board; every other
 // communicator takes a slot its rank 0 offered while it was made (Communicator::split), and
 // gives it back when its rank 0 drops it.
+//
+// A slot also holds two cells per member for the small collectives (runtime/shared_exchange.hpp):
+// a member writes its contribution into its cell, passes the barrier, and reads everyone's.
 #pragma once
 
 #include <atomic>
@@ -23,6 +26,8 @@ class BarrierBoard {
  public:
   static constexpr int kSlots = 64;
   static constexpr int kWorldSlot = 0;
+  // Bytes of one cell of a member (it has two: one per parity of the barrier's round).
+  static constexpr size_t kCellBytes = 256;
   // Bytes of a board for a job of `ranks` ranks (a communicator has at most that many).
   static size_t bytes(int ranks);
 
@@ -37,6 +42,10 @@ class BarrierBoard {
   std::atomic<uint32_t>* arrived_for(int slot) noexcept {
     return reinterpret_cast<std::atomic<uint32_t>*>(at(slot) + kRoundBytes);
   }
+  // The two cells of the slot's member `rank` (2 * kCellBytes, 64-byte aligned).
+  std::byte* cells(int slot, int rank) noexcept {
+    return at(slot) + kRoundBytes + words_bytes(ranks_) + static_cast<size_t>(rank) * 2 * kCellBytes;
+  }
 
   // On the owner's own board: a free slot, or -1 when every slot is taken (that communicator
   // then meets through messages).
@@ -49,6 +58,7 @@ class BarrierBoard {
   static constexpr size_t kRoundBytes = 64;  // the round on a cache line of its own
   std::byte* at(int slot) const noexcept { return memory_ + static_cast<size_t>(slot) * stride(ranks_); }
   static size_t stride(int ranks);
+  static size_t words_bytes(int ranks);
   std::shared_ptr<const void> mapping_;
   std::byte* memory_;
   int ranks_;

@@ -101,6 +101,9 @@ Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, s
   }
   shared_barrier_ = std::make_unique<SharedBarrier>(&barrier_board_->round(barrier_slot_), std::move(arrived_for),
                                                     std::move(bells), rank_);
+  std::vector<std::byte*> cells;
+  for (int i = 0; i < size(); ++i) cells.push_back(barrier_board_->cells(barrier_slot_, i));
+  shared_exchange_ = std::make_unique<SharedExchange>(*shared_barrier_, std::move(cells), rank_);
 }
 
 Communicator::~Communicator() {
@@ -256,15 +259,19 @@ Received PendingReceive::wait() {
   return comm_->received(std::move(*comm_->runtime().matcher().collect(*receive_)));
 }
 
+void Communicator::pass_shared_barrier(const CallName& call, const char* own) {
+  shared_barrier_->pass(runtime_->transport(), runtime_->deadline(), members_, [&](const std::vector<int>& missing) {
+    std::string ranks;
+    for (int rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    return (call ? call() : std::string("comm.") + own) + " (waiting for rank" + (missing.size() == 1 ? " " : "s ") +
+           ranks + ")";
+  });
+}
+
 void Communicator::barrier(const CallName& call) {
   runtime_->require_active("comm.barrier");
   if (shared_barrier_) {
-    shared_barrier_->pass(runtime_->transport(), runtime_->deadline(), members_, [&](const std::vector<int>& missing) {
-      std::string ranks;
-      for (int rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
-      return (call ? call() : std::string("comm.barrier")) + " (waiting for rank" + (missing.size() == 1 ? " " : "s ") +
-             ranks + ")";
-    });
+    pass_shared_barrier(call, "barrier");
     return;
   }
   // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k.
@@ -318,6 +325,14 @@ std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int roo
 std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data, const CallName& call) {
   runtime_->require_active("comm.allgather");
   CallName named = call ? call : [] { return std::string("comm.allgather"); };
+  if (shared_exchange_) {
+    auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(named, "allgather"); });
+    if (SharedExchange::all_fit(all)) {
+      std::vector<Bytes> items;
+      for (const auto& each : all) items.emplace_back(each.data, each.data + each.size);
+      return items;
+    }
+  }
   std::vector<Bytes> items = gather(data, 0, named);
   Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
   return unpack_list(bcast(std::move(packed), 0, named));
@@ -375,12 +390,37 @@ void Communicator::combine_from(int source, int32_t tag, Bytes& partial, Element
   apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, partial.size() / element_bytes);
 }
 
+bool Communicator::reduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
+                                 const CallName& call, Bytes& result) {
+  auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "reduce"); });
+  size_t element_bytes = element_size(type);
+  for (int rank = 0; rank < size(); ++rank) {
+    if (all[rank].size != data.size()) {
+      throw UsageError("rma: " + call() + ": rank " + std::to_string(rank_) + " reduces " +
+                       std::to_string(data.size() / element_bytes) + " elements but rank " + std::to_string(rank) +
+                       " passed " + std::to_string(all[rank].size / element_bytes) +
+                       ": every rank must pass the same number of elements");
+    }
+  }
+  if (!SharedExchange::all_fit(all)) return false;
+  result.clear();
+  if (root >= 0 && root != rank_) return true;
+  // In rank order on every rank: every rank gets the same bits.
+  result.assign(all[0].data, all[0].data + all[0].size);
+  for (int rank = 1; rank < size(); ++rank) {
+    apply_reduce_plain(op, type, element_bytes, result.data(), all[rank].data, nullptr, result.size() / element_bytes);
+  }
+  return true;
+}
+
 Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
                            const CallName& call) {
   runtime_->require_active("comm.reduce");
   check_rank(root, "reduce", "root");
   CallName named = call ? call : [] { return std::string("comm.reduce"); };
   check_reducible(op, type, named);
+  Bytes result;
+  if (shared_exchange_ && reduce_shared(data, type, op, root, named, result)) return result;
   // Binomial tree towards root, in ranks relative to it: each rank combines its children's
   // partial results into its own, then sends that to its parent.
   int p = size();
@@ -403,6 +443,8 @@ Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type,
   runtime_->require_active("comm.allreduce");
   CallName named = call ? call : [] { return std::string("comm.allreduce"); };
   check_reducible(op, type, named);
+  Bytes result;
+  if (shared_exchange_ && reduce_shared(data, type, op, -1, named, result)) return result;
   Bytes partial(data.begin(), data.end());
   auto combine = [&](int source) { combine_from(source, kAllreduceTag, partial, type, op, "allreduce", named); };
   // Recursive doubling: in step k each rank swaps its partial result with the rank 2^k away

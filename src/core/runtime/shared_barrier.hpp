@@ -39,6 +39,8 @@ class SharedBarrier {
   // Arrives (once per round: arriving again before the round passed, after an interrupted
   // wait, counts nothing) and returns the generation to wait past.
   uint32_t arrive();
+  // The generation this rank's next arrive() will be for (the round cannot pass without it).
+  uint32_t upcoming() const { return round_->generation.load(std::memory_order_acquire); }
   bool passed(uint32_t generation) const;
   // The ranks that have not arrived for `generation` yet (for the messages of a long wait).
   std::vector<int> missing(uint32_t generation) const;

@@ -1,0 +1,87 @@
+"""The small collectives in shared memory (src/core/runtime/shared_exchange.hpp): where every rank
+of a communicator shares a host, allreduce, reduce and allgather of a few values go through
+cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
+ranks running at different speeds, barriers in between and contributions on both sides of what
+a cell holds must all give what messages give. Timing-free: each check is of values."""
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+import rma
+
+EVERYWHERE = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
+
+
+@pytest.mark.rma(nprocs=[1, 2, 3, 4], timeout=120)
+def test_rounds_in_a_row_never_read_a_stale_or_overwritten_cell(comm):
+    # Each round's contributions depend on the round, so a rank that read a cell of another
+    # round (its writer already a round ahead, or not there yet) computes a wrong value. Some
+    # rounds sleep on one rank, so the others run ahead to the next round's barrier; plain
+    # barriers in between move the barrier's round on too.
+    n = comm.size
+    rng = random.Random(comm.rank)
+    wrong = []
+    for round_ in range(3000):
+        if rng.random() < 0.01:
+            time.sleep(rng.uniform(0, 0.002))
+        mine = np.array([round_ * 10 + comm.rank, 1.0])
+        total = np.empty(2)
+        comm.Allreduce(mine, total)
+        expected = round_ * 10 * n + n * (n - 1) // 2
+        if total[0] != expected or total[1] != n:
+            wrong.append(("Allreduce", round_, total.tolist()))
+        gathered = comm.allgather((round_, comm.rank))
+        if gathered != [(round_, r) for r in range(n)]:
+            wrong.append(("allgather", round_, gathered))
+        if comm.allreduce(round_ + comm.rank) != n * round_ + n * (n - 1) // 2:
+            wrong.append(("allreduce", round_))
+        if round_ % 7 == 0:
+            comm.barrier()
+        if round_ % 11 == 0:
+            root = round_ % n
+            result = np.zeros(1, np.int64)
+            comm.Reduce(np.array([round_ + comm.rank], np.int64), result, root=root)
+            if comm.rank == root and result[0] != n * round_ + n * (n - 1) // 2:
+                wrong.append(("Reduce", round_, int(result[0])))
+    assert wrong == [], wrong[:5]
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_contributions_on_both_sides_of_a_cell(comm):
+    # A cell holds 248 bytes: 31 float64 fit, 32 do not. Ranks whose contributions differ in
+    # size, some fitting and some not, all get every one (allgather goes through messages then).
+    n = comm.size
+    for count in [1, 30, 31, 32, 33, 200]:
+        mine = np.arange(count, dtype=np.float64) + comm.rank
+        total = np.empty(count)
+        comm.Allreduce(mine, total)
+        np.testing.assert_array_equal(total, np.arange(count) * n + n * (n - 1) // 2)
+        product = mine.copy()
+        comm.Allreduce(product, op=rma.MAX)  # in place
+        np.testing.assert_array_equal(product, np.arange(count) + n - 1)
+    for length in [0, 200, 240, 247, 248, 249, 300, 5000]:
+        # Every rank's own size: around the cell's size for some ranks and not others.
+        mine = bytes([comm.rank]) * (length + comm.rank * 3)
+        assert comm.allgather(mine) == [bytes([r]) * (length + r * 3) for r in range(n)]
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4])
+def test_a_size_mismatch_that_fits_and_one_that_does_not_are_both_told(comm):
+    # One rank's array does not fit a cell while the others' do: no rank may take another path
+    # than the rest (that would leave them waiting for each other). Each is told. (Through
+    # messages, only the ranks that exchange with the odd one out can see it.)
+    if not comm._core.barrier_in_shared_memory:
+        pytest.skip("the ranks meet through messages (not all on one host)")
+    for sizes in [(2, 3), (2, 40)]:
+        data = np.ones(sizes[1] if comm.rank == comm.size - 1 else sizes[0])
+        with pytest.raises(
+            ValueError, match=rf"comm.Allreduce: rank {comm.rank} reduces {data.size} elements but rank"
+        ):
+            comm.Allreduce(data)
+        comm.barrier()
+    ones = np.ones(3)
+    comm.Allreduce(ones)  # the communicator still works
+    np.testing.assert_array_equal(ones, [comm.size] * 3)
