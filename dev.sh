@@ -141,7 +141,7 @@ shm_files() {
 }
 
 # The suites whose tests run again with their ranks across the hosts of a test bed.
-CROSS_HOST_SUITES="tests/test_comm.py tests/test_comm_more.py tests/test_window.py tests/test_pscw.py
+CROSS_HOST_SUITES="tests/test_comm.py tests/test_comm_more.py tests/test_shared_collectives.py tests/test_window.py tests/test_pscw.py
   tests/test_passive.py tests/test_direct_calls.py tests/test_window_entrance.py tests/test_mixed_windows.py"
 
 case "${1:-}" in
@@ -181,7 +181,7 @@ case "${1:-}" in
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
         tests/test_dead_peers.py tests/test_death_matrix.py tests/test_interrupts.py tests/test_failed_sends.py \
-        tests/test_comm.py tests/test_comm_more.py tests/test_host_barrier.py
+        tests/test_comm.py tests/test_comm_more.py tests/test_shared_collectives.py tests/test_host_barrier.py
       # Across hosts: the suites once more with their ranks on the hosts of a test bed
       # (tests/testbed.py: network, UTS, mount and PID namespaces joined by a bridge), so that
       # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.

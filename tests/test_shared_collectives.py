@@ -1,6 +1,6 @@
 """The small collectives in shared memory (src/core/runtime/shared_exchange.hpp): where every rank
-of a communicator shares a host, allreduce, reduce and allgather of a few values go through
-cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
+of a communicator shares a host, bcast, gather, allgather and the reductions of a few values go
+through cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
 ranks running at different speeds, barriers in between and contributions on both sides of what
 a cell holds must all give what messages give. Timing-free: each check is of values."""
 
@@ -24,7 +24,7 @@ def test_rounds_in_a_row_never_read_a_stale_or_overwritten_cell(comm):
     n = comm.size
     rng = random.Random(comm.rank)
     wrong = []
-    for round_ in range(3000):
+    for round_ in range(2000):
         if rng.random() < 0.01:
             time.sleep(rng.uniform(0, 0.002))
         mine = np.array([round_ * 10 + comm.rank, 1.0])
@@ -38,6 +38,12 @@ def test_rounds_in_a_row_never_read_a_stale_or_overwritten_cell(comm):
             wrong.append(("allgather", round_, gathered))
         if comm.allreduce(round_ + comm.rank) != n * round_ + n * (n - 1) // 2:
             wrong.append(("allreduce", round_))
+        root = round_ % n
+        if comm.bcast((round_, "from", comm.rank), root=root) != (round_, "from", root):
+            wrong.append(("bcast", round_))
+        gathered = comm.gather(round_ * n + comm.rank, root=root)
+        if gathered != ([round_ * n + r for r in range(n)] if comm.rank == root else None):
+            wrong.append(("gather", round_, gathered))
         if round_ % 7 == 0:
             comm.barrier()
         if round_ % 11 == 0:

@@ -286,6 +286,16 @@ void Communicator::barrier(const CallName& call) {
 Bytes Communicator::bcast(Bytes data, int root, const CallName& call) {
   runtime_->require_active("comm.bcast");
   check_rank(root, "bcast", "root");
+  if (shared_exchange_) {
+    // Only root's part counts; every rank sees whether it fitted.
+    std::span<const std::byte> mine = rank_ == root ? std::span<const std::byte>(data) : std::span<const std::byte>();
+    auto all = shared_exchange_->exchange(mine, [&] { pass_shared_barrier(call, "bcast"); });
+    if (all[root].data != nullptr) return Bytes(all[root].data, all[root].data + all[root].size);
+  }
+  return bcast_by_messages(std::move(data), root, call);
+}
+
+Bytes Communicator::bcast_by_messages(Bytes data, int root, const CallName& call) {
   // Binomial tree rooted at root, in ranks relative to it.
   int p = size();
   int relative = (rank_ - root + p) % p;
@@ -306,6 +316,20 @@ Bytes Communicator::bcast(Bytes data, int root, const CallName& call) {
 std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int root, const CallName& call) {
   runtime_->require_active("comm.gather");
   check_rank(root, "gather", "root");
+  std::vector<Bytes> items;
+  if (shared_exchange_) {
+    auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "gather"); });
+    if (SharedExchange::all_fit(all)) {
+      if (rank_ == root) {
+        for (const auto& each : all) items.emplace_back(each.data, each.data + each.size);
+      }
+      return items;
+    }
+  }
+  return gather_by_messages(data, root, call);
+}
+
+std::vector<Bytes> Communicator::gather_by_messages(std::span<const std::byte> data, int root, const CallName& call) {
   std::vector<Bytes> items;
   if (rank_ != root) {
     post(root, kGatherTag, data);
@@ -333,9 +357,9 @@ std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data, cons
       return items;
     }
   }
-  std::vector<Bytes> items = gather(data, 0, named);
+  std::vector<Bytes> items = gather_by_messages(data, 0, named);
   Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
-  return unpack_list(bcast(std::move(packed), 0, named));
+  return unpack_list(bcast_by_messages(std::move(packed), 0, named));
 }
 
 Bytes Communicator::scatter(const std::vector<Bytes>& items, int root, const CallName& call) {

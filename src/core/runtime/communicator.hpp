@@ -145,6 +145,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void wait_filled(const MessageMatcher::Receive& receive, const char* own);
   int rank_of_world(int world_rank) const;
   void check_reducible(ReduceOp op, ElementType type, const CallName& call) const;
+  // The collectives through messages, whatever the members' host (the public calls go through
+  // shared memory first where they can).
+  Bytes bcast_by_messages(Bytes data, int root, const CallName& call);
+  std::vector<Bytes> gather_by_messages(std::span<const std::byte> data, int root, const CallName& call);
   // Passes the barrier in shared memory; its errors name `call`, else comm.<own>.
   void pass_shared_barrier(const CallName& call, const char* own);
   // The reduction in shared memory (runtime/shared_exchange.hpp), where every member shares
