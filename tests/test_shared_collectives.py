@@ -1,6 +1,6 @@
 """The small collectives in shared memory (src/core/runtime/shared_exchange.hpp): where every rank
-of a communicator shares a host, bcast, gather, allgather and the reductions of a few values go
-through cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
+of a communicator shares a host, allgather, allreduce and Allreduce of a few values go through
+cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
 ranks running at different speeds, barriers in between and contributions on both sides of what
 a cell holds must all give what messages give. Timing-free: each check is of values."""
 

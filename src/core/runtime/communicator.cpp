@@ -286,17 +286,9 @@ void Communicator::barrier(const CallName& call) {
 Bytes Communicator::bcast(Bytes data, int root, const CallName& call) {
   runtime_->require_active("comm.bcast");
   check_rank(root, "bcast", "root");
-  if (shared_exchange_) {
-    // Only root's part counts; every rank sees whether it fitted.
-    std::span<const std::byte> mine = rank_ == root ? std::span<const std::byte>(data) : std::span<const std::byte>();
-    auto all = shared_exchange_->exchange(mine, [&] { pass_shared_barrier(call, "bcast"); });
-    if (all[root].data != nullptr) return Bytes(all[root].data, all[root].data + all[root].size);
-  }
-  return bcast_by_messages(std::move(data), root, call);
-}
-
-Bytes Communicator::bcast_by_messages(Bytes data, int root, const CallName& call) {
-  // Binomial tree rooted at root, in ranks relative to it.
+  // Binomial tree rooted at root, in ranks relative to it. (Through messages even on one host:
+  // the root of a small bcast returns as soon as its messages are on their way, where one
+  // through shared memory would wait for every rank.)
   int p = size();
   int relative = (rank_ - root + p) % p;
   int mask = 1;
@@ -316,20 +308,7 @@ Bytes Communicator::bcast_by_messages(Bytes data, int root, const CallName& call
 std::vector<Bytes> Communicator::gather(std::span<const std::byte> data, int root, const CallName& call) {
   runtime_->require_active("comm.gather");
   check_rank(root, "gather", "root");
-  std::vector<Bytes> items;
-  if (shared_exchange_) {
-    auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "gather"); });
-    if (SharedExchange::all_fit(all)) {
-      if (rank_ == root) {
-        for (const auto& each : all) items.emplace_back(each.data, each.data + each.size);
-      }
-      return items;
-    }
-  }
-  return gather_by_messages(data, root, call);
-}
-
-std::vector<Bytes> Communicator::gather_by_messages(std::span<const std::byte> data, int root, const CallName& call) {
+  // (Through messages even on one host, as bcast: the other ranks need not wait for root.)
   std::vector<Bytes> items;
   if (rank_ != root) {
     post(root, kGatherTag, data);
@@ -357,9 +336,9 @@ std::vector<Bytes> Communicator::allgather(std::span<const std::byte> data, cons
       return items;
     }
   }
-  std::vector<Bytes> items = gather_by_messages(data, 0, named);
+  std::vector<Bytes> items = gather(data, 0, named);
   Bytes packed = rank_ == 0 ? pack_list(items) : Bytes{};
-  return unpack_list(bcast_by_messages(std::move(packed), 0, named));
+  return unpack_list(bcast(std::move(packed), 0, named));
 }
 
 Bytes Communicator::scatter(const std::vector<Bytes>& items, int root, const CallName& call) {
@@ -414,9 +393,9 @@ void Communicator::combine_from(int source, int32_t tag, Bytes& partial, Element
   apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, partial.size() / element_bytes);
 }
 
-bool Communicator::reduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op, int root,
-                                 const CallName& call, Bytes& result) {
-  auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "reduce"); });
+bool Communicator::allreduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op,
+                                    const CallName& call, Bytes& result) {
+  auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "allreduce"); });
   size_t element_bytes = element_size(type);
   for (int rank = 0; rank < size(); ++rank) {
     if (all[rank].size != data.size()) {
@@ -427,8 +406,6 @@ bool Communicator::reduce_shared(std::span<const std::byte> data, ElementType ty
     }
   }
   if (!SharedExchange::all_fit(all)) return false;
-  result.clear();
-  if (root >= 0 && root != rank_) return true;
   // In rank order on every rank: every rank gets the same bits.
   result.assign(all[0].data, all[0].data + all[0].size);
   for (int rank = 1; rank < size(); ++rank) {
@@ -443,8 +420,6 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
   check_rank(root, "reduce", "root");
   CallName named = call ? call : [] { return std::string("comm.reduce"); };
   check_reducible(op, type, named);
-  Bytes result;
-  if (shared_exchange_ && reduce_shared(data, type, op, root, named, result)) return result;
   // Binomial tree towards root, in ranks relative to it: each rank combines its children's
   // partial results into its own, then sends that to its parent.
   int p = size();
@@ -468,7 +443,7 @@ Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type,
   CallName named = call ? call : [] { return std::string("comm.allreduce"); };
   check_reducible(op, type, named);
   Bytes result;
-  if (shared_exchange_ && reduce_shared(data, type, op, -1, named, result)) return result;
+  if (shared_exchange_ && allreduce_shared(data, type, op, named, result)) return result;
   Bytes partial(data.begin(), data.end());
   auto combine = [&](int source) { combine_from(source, kAllreduceTag, partial, type, op, "allreduce", named); };
   // Recursive doubling: in step k each rank swaps its partial result with the rank 2^k away

@@ -145,18 +145,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void wait_filled(const MessageMatcher::Receive& receive, const char* own);
   int rank_of_world(int world_rank) const;
   void check_reducible(ReduceOp op, ElementType type, const CallName& call) const;
-  // The collectives through messages, whatever the members' host (the public calls go through
-  // shared memory first where they can).
-  Bytes bcast_by_messages(Bytes data, int root, const CallName& call);
-  std::vector<Bytes> gather_by_messages(std::span<const std::byte> data, int root, const CallName& call);
   // Passes the barrier in shared memory; its errors name `call`, else comm.<own>.
   void pass_shared_barrier(const CallName& call, const char* own);
-  // The reduction in shared memory (runtime/shared_exchange.hpp), where every member shares
-  // this host: true with the result in `result` (on root, or on every rank for root -1; empty
-  // elsewhere), false when some data did not fit (every rank then goes on through messages).
-  // UsageError naming `call`, on every rank, if the members passed different sizes.
-  bool reduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op, int root, const CallName& call,
-                     Bytes& result);
+  // allreduce in shared memory (runtime/shared_exchange.hpp), where every member shares this
+  // host: true with the result in `result`, false when some data did not fit (every rank
+  // then goes on through messages). UsageError naming `call`, on every rank, if the members
+  // passed different sizes.
+  bool allreduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call,
+                        Bytes& result);
   // Waits for `source`'s part of a reduction (tag) and combines it into `partial`; UsageError
   // naming `call` unless it has as many bytes as ours.
   void combine_from(int source, int32_t tag, Bytes& partial, ElementType type, ReduceOp op, const char* own,
