@@ -4,6 +4,9 @@ cells of the communicator's barrier slot, with one barrier and no message. Round
 ranks running at different speeds, barriers in between and contributions on both sides of what
 a cell holds must all give what messages give. Timing-free: each check is of values."""
 
+import ctypes
+import hashlib
+import os
 import random
 import time
 
@@ -91,3 +94,63 @@ def test_a_size_mismatch_that_fits_and_one_that_does_not_are_both_told(comm):
     ones = np.ones(3)
     comm.Allreduce(ones)  # the communicator still works
     np.testing.assert_array_equal(ones, [comm.size] * 3)
+
+
+# ---- large arrays: each rank reads its share out of the others' memory ----
+
+
+@pytest.mark.rma(**EVERYWHERE)
+def test_large_allreduce_by_reading_each_others_memory(comm):
+    # From 32 KiB on, ranks of one host combine their share of the elements straight out of
+    # every rank's array (process_vm_readv). Shares of unequal size (a count that the rank count
+    # does not divide), in place and not, a strided result, and other ops and dtypes.
+    n = comm.size
+    for count in [4099, 1 << 17]:
+        data = np.arange(count, dtype=np.int64) * (comm.rank + 1)
+        total = np.empty(count, np.int64)
+        comm.Allreduce(data, total)
+        np.testing.assert_array_equal(total, np.arange(count) * (n * (n + 1) // 2))
+        np.testing.assert_array_equal(data, np.arange(count) * (comm.rank + 1))  # sendbuf untouched
+        comm.Allreduce(data, op=rma.MAX)  # in place
+        np.testing.assert_array_equal(data, np.arange(count) * n)
+    column = np.zeros((5000, 2), np.float32)
+    comm.Allreduce(np.full(5000, comm.rank + 1, np.float32), column[:, 1])
+    np.testing.assert_array_equal(column[:, 1], np.full(5000, n * (n + 1) // 2))
+    assert not column[:, 0].any()
+    # Sums whose value depends on the order: every rank gets the same bits.
+    noisy = np.random.default_rng(comm.rank).random(20000) * 10.0 ** np.resize(np.arange(-50, 50), 20000)
+    comm.Allreduce(noisy)
+    assert len(set(comm.allgather(hashlib.sha256(noisy.tobytes()).hexdigest()))) == 1
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4])
+def test_a_rank_whose_reads_are_refused_sends_every_rank_through_messages(comm):
+    # A rank that the kernel does not let read the others' memory (here: its real and effective
+    # user no longer root) fails its reads, while the others read it: every rank must go on
+    # through messages alike, and get the right sums. (Nothing is imported while rank 1 is
+    # another user: it may not read the Python installation.)
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to take another user on one rank and back")
+    pids = comm.allgather(os.getpid())
+    libc = ctypes.CDLL(None, use_errno=True)
+    data = np.full(1 << 15, comm.rank + 1, np.int64)
+    expected = np.full(1 << 15, comm.size * (comm.size + 1) // 2)
+    totals = [np.empty_like(data) for _ in range(3)]
+    refused = True
+    if comm.rank == 1:
+        os.setresuid(65534, 65534, 0)  # (the saved root lets it come back)
+    try:
+        if comm.rank == 1:
+            # The premise: this rank can no longer read rank 0.
+            buffer = ctypes.create_string_buffer(8)
+            here = (ctypes.c_void_p * 2)(ctypes.cast(buffer, ctypes.c_void_p), 8)
+            there = (ctypes.c_void_p * 2)(data.ctypes.data, 8)  # (any address: the check comes first)
+            refused = libc.process_vm_readv(pids[0], here, 1, there, 1, 0) == -1
+        for total in totals:
+            comm.Allreduce(data, total)
+    finally:
+        if comm.rank == 1:
+            os.setresuid(0, 0, 0)
+    assert refused
+    for total in totals:
+        np.testing.assert_array_equal(total, expected)

@@ -96,27 +96,34 @@ PyObject* reduce_arrays(PyObject* self, PyObject* sendbuf, PyObject* recvbuf, Py
   auto* header = py::detail::array_proxy(data.ptr());
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(header->data),
                                    size_of(data.ptr()) * py::reinterpret_borrow<py::dtype>(header->descr).itemsize());
+  // Where the result goes: the target itself if C-contiguous, else a C-ordered copy of it that
+  // NumPy copies back element by element.
+  py::object staged;
+  std::byte* out = nullptr;
+  if (target != nullptr) {
+    if ((flags_of(target) & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) == 0) {
+      staged = py::reinterpret_steal<py::object>(numpy().PyArray_NewCopy_(target, 0 /* NPY_CORDER */));
+      if (!staged) throw py::error_already_set();
+    }
+    out = reinterpret_cast<std::byte*>(py::detail::array_proxy(staged ? staged.ptr() : target)->data);
+  }
   rma::CallName named = [&call] { return call; };
-  rma::Bytes reduced;
   // (The arrays stay alive: this call's references hold them until it returns.)
-  released(
-      [&] { reduced = root < 0 ? comm.allreduce(bytes, type, op, named) : comm.reduce(bytes, type, op, root, named); });
-  if (target == nullptr || reduced.empty()) Py_RETURN_NONE;
-  // A stray message of another size must not write past the result.
-  if (reduced.size() != bytes.size()) {
-    throw rma::UsageError("rma: " + call + ": rank " + std::to_string(comm.rank()) + " passed " +
-                          std::to_string(bytes.size()) + " bytes but the reduction holds " +
-                          std::to_string(reduced.size()) + ": every rank must pass the same dtype and size");
-  }
-  if ((flags_of(target) & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) != 0) {
-    std::memcpy(py::detail::array_proxy(target)->data, reduced.data(), reduced.size());
+  if (root < 0) {
+    released([&] { comm.allreduce(bytes, {out, bytes.size()}, type, op, named); });
   } else {
-    // Another layout: through a C-ordered copy, which NumPy copies back element by element.
-    py::object staged = py::reinterpret_steal<py::object>(numpy().PyArray_NewCopy_(target, 0 /* NPY_CORDER */));
-    if (!staged) throw py::error_already_set();
-    std::memcpy(py::detail::array_proxy(staged.ptr())->data, reduced.data(), reduced.size());
-    if (numpy().PyArray_CopyInto_(target, staged.ptr()) < 0) throw py::error_already_set();
+    rma::Bytes reduced;
+    released([&] { reduced = comm.reduce(bytes, type, op, root, named); });
+    if (out == nullptr || reduced.empty()) Py_RETURN_NONE;
+    // A stray message of another size must not write past the result.
+    if (reduced.size() != bytes.size()) {
+      throw rma::UsageError("rma: " + call + ": rank " + std::to_string(comm.rank()) + " passed " +
+                            std::to_string(bytes.size()) + " bytes but the reduction holds " +
+                            std::to_string(reduced.size()) + ": every rank must pass the same dtype and size");
+    }
+    std::memcpy(out, reduced.data(), reduced.size());
   }
+  if (staged && numpy().PyArray_CopyInto_(target, staged.ptr()) < 0) throw py::error_already_set();
   Py_RETURN_NONE;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "errors.hpp"
+#include "runtime/peer_read_allreduce.hpp"
 #include "runtime/runtime.hpp"
 
 namespace rma {
@@ -393,9 +394,12 @@ void Communicator::combine_from(int source, int32_t tag, Bytes& partial, Element
   apply_reduce_plain(op, type, element_bytes, partial.data(), incoming.data(), nullptr, partial.size() / element_bytes);
 }
 
-bool Communicator::allreduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op,
-                                    const CallName& call, Bytes& result) {
-  auto all = shared_exchange_->exchange(data, [&] { pass_shared_barrier(call, "allreduce"); });
+bool Communicator::allreduce_shared(std::span<const std::byte> data, std::span<std::byte> out, ElementType type,
+                                    ReduceOp op, const CallName& call) {
+  auto pass = [&] { pass_shared_barrier(call, "allreduce"); };
+  // Where this rank's arrays are, in case the data is too large for the cells.
+  PeerReadNote note = peer_read_note(data, out);
+  auto all = shared_exchange_->exchange(data, pass, {reinterpret_cast<const std::byte*>(&note), sizeof note});
   size_t element_bytes = element_size(type);
   for (int rank = 0; rank < size(); ++rank) {
     if (all[rank].size != data.size()) {
@@ -405,11 +409,16 @@ bool Communicator::allreduce_shared(std::span<const std::byte> data, ElementType
                        ": every rank must pass the same number of elements");
     }
   }
-  if (!SharedExchange::all_fit(all)) return false;
-  // In rank order on every rank: every rank gets the same bits.
-  result.assign(all[0].data, all[0].data + all[0].size);
+  if (!SharedExchange::all_fit(all)) {
+    // (Every size is data.size(): every rank decides alike.)
+    return data.size() >= kPeerReadFrom &&
+           allreduce_by_reading(data, out, type, op, all, rank_, *shared_exchange_, pass);
+  }
+  // In rank order on every rank: every rank gets the same bits. (Out may be data: the cells
+  // hold a copy.)
+  std::memcpy(out.data(), all[0].data, all[0].size);
   for (int rank = 1; rank < size(); ++rank) {
-    apply_reduce_plain(op, type, element_bytes, result.data(), all[rank].data, nullptr, result.size() / element_bytes);
+    apply_reduce_plain(op, type, element_bytes, out.data(), all[rank].data, nullptr, out.size() / element_bytes);
   }
   return true;
 }
@@ -438,12 +447,13 @@ Bytes Communicator::reduce(std::span<const std::byte> data, ElementType type, Re
   return partial;
 }
 
-Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call) {
+void Communicator::allreduce(std::span<const std::byte> data, std::span<std::byte> out, ElementType type, ReduceOp op,
+                             const CallName& call) {
   runtime_->require_active("comm.allreduce");
   CallName named = call ? call : [] { return std::string("comm.allreduce"); };
   check_reducible(op, type, named);
-  Bytes result;
-  if (shared_exchange_ && allreduce_shared(data, type, op, named, result)) return result;
+  if (out.size() != data.size()) throw UsageError("rma: " + named() + ": the result's size differs from the data's");
+  if (shared_exchange_ && allreduce_shared(data, out, type, op, named)) return;
   Bytes partial(data.begin(), data.end());
   auto combine = [&](int source) { combine_from(source, kAllreduceTag, partial, type, op, "allreduce", named); };
   // Recursive doubling: in step k each rank swaps its partial result with the rank 2^k away
@@ -483,7 +493,13 @@ Bytes Communicator::allreduce(std::span<const std::byte> data, ElementType type,
       partial = wait_for(rank_ + 1, kAllreduceTag, "allreduce", named);
     }
   }
-  return partial;
+  // A stray message of another size must not write past the result.
+  if (partial.size() != out.size()) {
+    throw UsageError("rma: " + named() + ": rank " + std::to_string(rank_) + " passed " + std::to_string(out.size()) +
+                     " bytes but the reduction holds " + std::to_string(partial.size()) +
+                     ": every rank must pass the same dtype and size");
+  }
+  std::memcpy(out.data(), partial.data(), out.size());
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {

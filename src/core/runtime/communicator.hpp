@@ -126,7 +126,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // combination is fixed by the rank count, so every run (and, for allreduce, every rank)
   // gets the same floating-point result.
   Bytes reduce(std::span<const std::byte> data, ElementType type, ReduceOp op, int root, const CallName& call = {});
-  Bytes allreduce(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call = {});
+  // allreduce's result goes into `out` (data.size() bytes; it may be data itself).
+  void allreduce(std::span<const std::byte> data, std::span<std::byte> out, ElementType type, ReduceOp op,
+                 const CallName& call = {});
 
  private:
   void check_rank(int rank, const char* call, const char* role) const;
@@ -148,11 +150,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Passes the barrier in shared memory; its errors name `call`, else comm.<own>.
   void pass_shared_barrier(const CallName& call, const char* own);
   // allreduce in shared memory (runtime/shared_exchange.hpp), where every member shares this
-  // host: true with the result in `result`, false when some data did not fit (every rank
-  // then goes on through messages). UsageError naming `call`, on every rank, if the members
+  // host: true with the result in `out`, false when it could not be done there (every rank
+  // then goes on through messages alike). UsageError naming `call`, on every rank, if the members
   // passed different sizes.
-  bool allreduce_shared(std::span<const std::byte> data, ElementType type, ReduceOp op, const CallName& call,
-                        Bytes& result);
+  bool allreduce_shared(std::span<const std::byte> data, std::span<std::byte> out, ElementType type, ReduceOp op,
+                        const CallName& call);
   // Waits for `source`'s part of a reduction (tag) and combines it into `partial`; UsageError
   // naming `call` unless it has as many bytes as ours.
   void combine_from(int source, int32_t tag, Bytes& partial, ElementType type, ReduceOp op, const char* own,

@@ -6,21 +6,28 @@
 namespace rma {
 
 std::vector<SharedExchange::Contribution> SharedExchange::exchange(std::span<const std::byte> mine,
-                                                                   const std::function<void()>& pass) {
+                                                                   const std::function<void()>& pass,
+                                                                   std::span<const std::byte> note) {
   // The round this rank arrives for; it cannot pass before this rank arrives, so every member
   // computes the same parity.
   size_t parity = barrier_.upcoming() % 2;
   std::byte* cell = cells_[rank_] + parity * BarrierBoard::kCellBytes;
   uint64_t size = mine.size();
   std::memcpy(cell, &size, sizeof size);
-  if (size <= kFits) std::memcpy(cell + sizeof size, mine.data(), size);
+  if (size <= kFits) {
+    std::memcpy(cell + sizeof size, mine.data(), size);
+  } else {
+    std::memcpy(cell + sizeof size, note.data(), std::min(note.size(), kFits));
+  }
   // (The barrier's atomics order these writes before the others' reads.)
   pass();
   std::vector<Contribution> all(cells_.size());
   for (size_t rank = 0; rank < cells_.size(); ++rank) {
     const std::byte* theirs = cells_[rank] + parity * BarrierBoard::kCellBytes;
     std::memcpy(&all[rank].size, theirs, sizeof(uint64_t));
-    all[rank].data = all[rank].size <= kFits ? theirs + sizeof(uint64_t) : nullptr;
+    bool fits = all[rank].size <= kFits;
+    all[rank].data = fits ? theirs + sizeof(uint64_t) : nullptr;
+    all[rank].note = fits ? nullptr : theirs + sizeof(uint64_t);
   }
   return all;
 }

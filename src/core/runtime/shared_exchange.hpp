@@ -8,8 +8,9 @@
 // cell in its next collective, and writes this one again only after passing the next barrier,
 // which no member passes before every member has read this round's cells.
 //
-// A contribution too large for its cell is announced by its size alone: every member sees that,
-// so every member goes on through messages alike.
+// A contribution too large for its cell is announced by its size (and, if the caller gives one,
+// a short note of where to find it): every member sees that, so every member goes on another
+// way alike.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,7 @@ class SharedExchange {
   struct Contribution {
     uint64_t size;
     const std::byte* data;  // null: too large for the cell
+    const std::byte* note;  // when too large: the note its member gave (kFits bytes)
   };
 
   // cells[r]: member r's two cells. rank: this member.
@@ -38,7 +40,9 @@ class SharedExchange {
 
   // Writes `mine`, calls pass() (the communicator's barrier, with its errors), and returns
   // every member's contribution in rank order, valid until this member's next barrier.
-  std::vector<Contribution> exchange(std::span<const std::byte> mine, const std::function<void()>& pass);
+  // `note` (at most kFits bytes) goes in the cell where `mine` does not fit.
+  std::vector<Contribution> exchange(std::span<const std::byte> mine, const std::function<void()>& pass,
+                                     std::span<const std::byte> note = {});
   // Whether every one fits (then the collective can be done with them).
   static bool all_fit(const std::vector<Contribution>& all);
 
