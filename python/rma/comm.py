@@ -68,8 +68,8 @@ class Comm(_core.Comm):
     Blocking calls release the GIL, raise ``rma.PeerError`` if a rank they wait for dies and
     ``rma.RMATimeoutError`` after ``RMA_TIMEOUT`` seconds.
 
-    ``barrier``, ``send``, ``recv``, ``sendrecv``, ``isend``, ``irecv``, ``Allreduce`` and
-    ``Reduce`` are compiled methods of the base class (src/bindings/comm_object.cpp, comm_array_calls.cpp):
+    ``send``, ``recv``, ``sendrecv``, ``isend``, ``irecv``, ``Allreduce``, ``Reduce`` and the
+    barrier are compiled methods of the base class (src/bindings/comm_object.cpp, comm_array_calls.cpp):
     the calls made in loops, each checked (and its objects pickled) in one C call.
     """
 
@@ -92,6 +92,15 @@ class Comm(_core.Comm):
     def group(self) -> Group:
         """Return the group of all ranks of this communicator, in rank order."""
         return Group(range(self._core.size))
+
+    def barrier(self) -> None:
+        """Wait until every rank of the communicator has called barrier.
+
+        Example: ``win.flush_all(); comm.barrier()``: every rank's calls flushed before the
+        barrier are complete at their targets before any rank goes past it.
+        """
+        # (A Python frame of its own: the stack dump of a rank stuck here says "in barrier".)
+        self._barrier()
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
         """Return root's `obj` on every rank.

@@ -1,5 +1,6 @@
 // rma._core.Comm: the compiled part of rma.Comm (python/rma/comm.py), its point-to-point
-// calls (send, recv, sendrecv, isend, irecv) and barrier: the one place their arguments are checked.
+// calls (send, recv, sendrecv, isend, irecv) and the barrier: the one place their arguments are
+// checked.
 //
 // In Python, a sendrecv went through four Python frames, five argument checks, pickle and two
 // pybind11 calls: 1.1 us over the core's own 0.7 us, where mpi4py's whole call takes 0.9 us.
@@ -129,7 +130,7 @@ PyObject* sendrecv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
   });
 }
 
-constexpr Parameters kBarrier{"barrier", {}, 0, 0, 0, "comm"};
+constexpr Parameters kBarrier{"_barrier", {}, 0, 0, 0, "comm"};
 
 PyObject* barrier(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
@@ -180,11 +181,10 @@ PyObject* irecv_then(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 const MethodSpec kMethods[] = {
-    {"barrier", barrier,
-     "barrier($self, /)\n--\n\n"
-     "Wait until every rank of the communicator has called barrier.\n\n"
-     "Example: ``win.flush_all(); comm.barrier()``: every rank's calls flushed before the\n"
-     "barrier are complete at their targets before any rank goes past it."},
+    {"_barrier", barrier,
+     "_barrier($self, /)\n--\n\n"
+     "The barrier itself, which rma.Comm.barrier calls (so that a stack dump of a rank stuck in\n"
+     "it shows a frame named barrier)."},
     {"send", send,
      "send($self, /, obj, dest, tag=0)\n--\n\n"
      "Send `obj` to rank `dest` with `tag` (0 and up); return without waiting for the matching recv.\n\n"
