@@ -128,7 +128,7 @@ ANY_TAG: int
 
 @disjoint_base
 class Comm:
-    """The compiled part of rma.Comm: its point-to-point calls."""
+    """The compiled part of rma.Comm: the calls made in loops."""
 
     def __new__(cls, core: Communicator) -> Self: ...
     def _barrier(self) -> None: ...

@@ -234,16 +234,8 @@ void comm_dealloc(PyObject* self) {
 }
 
 PyTypeObject* comm_type() {
-  static PyTypeObject type = [] {
-    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-    t.tp_name = "rma._core.Comm";
-    t.tp_doc = "The compiled part of rma.Comm: its point-to-point calls.";
-    t.tp_basicsize = sizeof(CommObject);
-    t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
-    t.tp_new = comm_new;
-    t.tp_dealloc = comm_dealloc;
-    return t;
-  }();
+  static PyTypeObject type = compiled_type("rma._core.Comm", "The compiled part of rma.Comm: the calls made in loops.",
+                                           sizeof(CommObject), Py_TPFLAGS_BASETYPE, comm_new, comm_dealloc);
   return &type;
 }
 

@@ -143,17 +143,14 @@ void request_dealloc(PyObject* self) {
 
 PyTypeObject* request_type() {
   static PyTypeObject type = [] {
-    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-    t.tp_name = "rma.MessageRequest";
-    t.tp_doc =
-        "A nonblocking send or receive (``comm.isend``, ``comm.irecv``) until it completes.\n\n"
-        "``wait()`` returns the received object (None for a send); ``test()`` says whether\n"
-        "``wait()`` would return at once. A receive posted by ``irecv`` takes its message in posting\n"
-        "order, before a later ``recv`` with the same source and tag. A request dropped before its\n"
-        "``wait()`` gives its message (if one came) to the next matching receive: nothing is lost.";
-    t.tp_basicsize = sizeof(RequestObject);
-    t.tp_flags = Py_TPFLAGS_DEFAULT;
-    t.tp_dealloc = request_dealloc;
+    PyTypeObject t =
+        compiled_type("rma.MessageRequest",
+                      "A nonblocking send or receive (``comm.isend``, ``comm.irecv``) until it completes.\n\n"
+                      "``wait()`` returns the received object (None for a send); ``test()`` says whether\n"
+                      "``wait()`` would return at once. A receive posted by ``irecv`` takes its message in posting\n"
+                      "order, before a later ``recv`` with the same source and tag. A request dropped before its\n"
+                      "``wait()`` gives its message (if one came) to the next matching receive: nothing is lost.",
+                      sizeof(RequestObject), 0, nullptr, request_dealloc);
     t.tp_repr = request_repr;
     return t;
   }();

@@ -20,3 +20,18 @@ struct MethodSpec {
 
 // Puts the method `spec` in `type`'s dictionary (after PyType_Ready). Throws on failure.
 void add_method(PyTypeObject* type, const MethodSpec& spec);
+
+// The static type object of one of rma._core's compiled types (before PyType_Ready): its
+// instances hold `size` bytes, are made by `make` (null: not from Python) and freed by `free`;
+// `extra_flags`: Py_TPFLAGS_BASETYPE for a type that rma's Python subclasses.
+inline PyTypeObject compiled_type(const char* name, const char* doc, Py_ssize_t size, unsigned long extra_flags,
+                                  newfunc make, destructor free) {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = name;
+  t.tp_doc = doc;
+  t.tp_basicsize = size;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | extra_flags;
+  t.tp_new = make;
+  t.tp_dealloc = free;
+  return t;
+}

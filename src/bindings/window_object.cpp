@@ -489,16 +489,9 @@ void window_dealloc(PyObject* self) {
 }
 
 PyTypeObject* window_type() {
-  static PyTypeObject type = [] {
-    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-    t.tp_name = "rma._core.Window";
-    t.tp_doc = "The compiled part of rma.Window: its communication and synchronization calls.";
-    t.tp_basicsize = sizeof(WindowObject);
-    t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
-    t.tp_new = window_new;
-    t.tp_dealloc = window_dealloc;
-    return t;
-  }();
+  static PyTypeObject type =
+      compiled_type("rma._core.Window", "The compiled part of rma.Window: its communication and synchronization calls.",
+                    sizeof(WindowObject), Py_TPFLAGS_BASETYPE, window_new, window_dealloc);
   return &type;
 }
 
