@@ -499,7 +499,7 @@ void Communicator::allreduce(std::span<const std::byte> data, std::span<std::byt
                      " bytes but the reduction holds " + std::to_string(partial.size()) +
                      ": every rank must pass the same dtype and size");
   }
-  std::memcpy(out.data(), partial.data(), out.size());
+  if (!out.empty()) std::memcpy(out.data(), partial.data(), out.size());  // (an empty vector's data may be null)
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const CallName& call) {

@@ -14,11 +14,9 @@ std::vector<SharedExchange::Contribution> SharedExchange::exchange(std::span<con
   std::byte* cell = cells_[rank_] + parity * BarrierBoard::kCellBytes;
   uint64_t size = mine.size();
   std::memcpy(cell, &size, sizeof size);
-  if (size <= kFits) {
-    std::memcpy(cell + sizeof size, mine.data(), size);
-  } else {
-    std::memcpy(cell + sizeof size, note.data(), std::min(note.size(), kFits));
-  }
+  // (An empty span's data() may be null, which memcpy must not be given even for 0 bytes.)
+  std::span<const std::byte> written = size <= kFits ? mine : note.first(std::min(note.size(), kFits));
+  if (!written.empty()) std::memcpy(cell + sizeof size, written.data(), written.size());
   // (The barrier's atomics order these writes before the others' reads.)
   pass();
   std::vector<Contribution> all(cells_.size());
