@@ -36,8 +36,6 @@ using arguments::Parameters;
 using guarded_call::guarded;
 using guarded_call::released;
 
-rma::Communicator& core_of(PyObject* self) { return comm_core_of(self); }
-
 constexpr int kAny = rma::Communicator::kAnySource;  // (rma.ANY_SOURCE and rma.ANY_TAG alike)
 static_assert(rma::Communicator::kAnyTag == kAny);
 
@@ -57,10 +55,6 @@ int comm_number(PyObject* value, const char* call, const char* name, bool wildca
 
 namespace {
 
-void fill(PyObject* status, int source, int tag) {
-  if (!pickled::fill_status(status, source, tag)) throw py::error_already_set();
-}
-
 void send_object(PyObject* self, PyObject* obj, int dest, int tag) {
   if (dest == rma::kProcNull) return;
   py::object data = py::reinterpret_steal<py::object>(pickled::dumps(obj));
@@ -68,23 +62,23 @@ void send_object(PyObject* self, PyObject* obj, int dest, int tag) {
   // Valid without the GIL: `data` holds the immutable bytes until this returns.
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(data.ptr())),
                                    PyBytes_GET_SIZE(data.ptr()));
-  rma::Communicator& comm = core_of(self);
+  rma::Communicator& comm = comm_core_of(self);
   released([&] { comm.send(bytes, dest, tag); });
 }
 
 PyObject* receive_object(PyObject* self, int source, int tag, PyObject* status, const char* call) {
   if (source == rma::kProcNull) {
-    fill(status, rma::kProcNull, kAny);
+    pickled::fill_status(status, rma::kProcNull, kAny);
     Py_RETURN_NONE;
   }
-  std::shared_ptr<rma::PendingReceive> pending = core_of(self).irecv(source, tag, call);
+  std::shared_ptr<rma::PendingReceive> pending = comm_core_of(self).irecv(source, tag, call);
   released([&] { pending->wait_arrived(); });
   // A Ctrl-C that came as the message did is raised here, not after this returns (Python would
   // drop the returned object to raise it): `pending` then goes with the message still in it,
   // which gives it back to the next matching receive.
   if (PyErr_CheckSignals() < 0) return nullptr;
   rma::Received received = pending->wait();  // (at once)
-  fill(status, received.source, received.tag);
+  pickled::fill_status(status, received.source, received.tag);
   py::object data = py::reinterpret_steal<py::object>(
       PyBytes_FromStringAndSize(reinterpret_cast<const char*>(received.data.data()), received.data.size()));
   if (!data) throw py::error_already_set();
@@ -92,16 +86,23 @@ PyObject* receive_object(PyObject* self, int source, int tag, PyObject* status, 
 }
 
 constexpr Parameters kSend{"send", {"obj", "dest", "tag"}, 3, 2, 3, "comm"};
+constexpr Parameters kIsend{"isend", {"obj", "dest", "tag"}, 3, 2, 3, "comm"};
 constexpr Parameters kRecv{"recv", {"source", "tag", "status"}, 3, 1, 3, "comm"};
 constexpr Parameters kSendrecv{"sendrecv", {"obj", "dest", "sendtag", "source", "recvtag", "status"}, 6, 2, 3, "comm"};
 
+// send's and isend's arguments (obj, dest, tag=0), checked, then the send.
+void send_call(PyObject* self, const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs,
+               PyObject* kwnames) {
+  PyObject* slot[3];
+  arguments::match(parameters, args, nargs, kwnames, slot);
+  int dest = comm_number(slot[1], parameters.method, "dest", false, true);
+  int tag = slot[2] != nullptr ? comm_number(slot[2], parameters.method, "tag", false, false) : 0;
+  send_object(self, slot[0], dest, tag);
+}
+
 PyObject* send(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
-    PyObject* slot[3];
-    arguments::match(kSend, args, nargs, kwnames, slot);
-    int dest = comm_number(slot[1], "send", "dest", false, true);
-    int tag = slot[2] != nullptr ? comm_number(slot[2], "send", "tag", false, false) : 0;
-    send_object(self, slot[0], dest, tag);
+    send_call(self, kSend, args, nargs, kwnames);
     Py_RETURN_NONE;
   });
 }
@@ -135,23 +136,18 @@ constexpr Parameters kBarrier{"_barrier", {}, 0, 0, 0, "comm"};
 PyObject* barrier(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
     arguments::match(kBarrier, args, nargs, kwnames, nullptr);
-    rma::Communicator& comm = core_of(self);
+    rma::Communicator& comm = comm_core_of(self);
     released([&] { comm.barrier(); });
     Py_RETURN_NONE;
   });
 }
 
-constexpr Parameters kIsend{"isend", {"obj", "dest", "tag"}, 3, 2, 3, "comm"};
 constexpr Parameters kIrecv{"irecv", {"source", "tag"}, 2, 1, 2, "comm"};
 constexpr Parameters kIrecvThen{"_irecv", {"source", "tag", "finish"}, 3, 3, 3, "comm"};
 
 PyObject* isend(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
-    PyObject* slot[3];
-    arguments::match(kIsend, args, nargs, kwnames, slot);
-    int dest = comm_number(slot[1], "isend", "dest", false, true);
-    int tag = slot[2] != nullptr ? comm_number(slot[2], "isend", "tag", false, false) : 0;
-    send_object(self, slot[0], dest, tag);
+    send_call(self, kIsend, args, nargs, kwnames);
     return new_complete_request(-1, -1);
   });
 }
@@ -160,7 +156,7 @@ PyObject* receive_request(PyObject* self, PyObject* source_value, PyObject* tag_
   int source = comm_number(source_value, "irecv", "source", true, true);
   int tag = tag_value != nullptr ? comm_number(tag_value, "irecv", "tag", true, false) : 0;
   if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, kAny);
-  return new_receive_request(core_of(self).irecv(source, tag), finish);
+  return new_receive_request(comm_core_of(self).irecv(source, tag), finish);
 }
 
 PyObject* irecv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {

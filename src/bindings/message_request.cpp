@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "arguments.hpp"
 #include "guarded_call.hpp"
 #include "method_object.hpp"
 #include "pickled.hpp"
@@ -82,23 +83,16 @@ void complete(RequestObject* request, bool wait) {
 }
 
 void fill(PyObject* status, const RequestObject* request) {
-  if (!pickled::fill_status(status, request->source, request->tag)) throw py::error_already_set();
+  pickled::fill_status(status, request->source, request->tag);
 }
 
-// The one optional argument of wait() and test(): status.
-PyObject* status_argument(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const char* method) {
-  Py_ssize_t keywords = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
-  if (nargs + keywords > 1 ||
-      (keywords == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "status") != 0)) {
-    PyErr_Format(PyExc_TypeError, "MessageRequest.%s() takes one argument, status", method);
-    throw py::error_already_set();
-  }
-  return nargs + keywords == 1 ? args[0] : nullptr;
-}
+constexpr arguments::Parameters kWait{"wait", {"status"}, 1, 0, 1, "MessageRequest"};
+constexpr arguments::Parameters kTest{"test", {"status"}, 1, 0, 1, "MessageRequest"};
 
 PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
-    PyObject* status = status_argument(args, nargs, kwnames, "wait");
+    PyObject* status;
+    arguments::match(kWait, args, nargs, kwnames, &status);
     RequestObject* request = as_request(self);
     if (!request->done) complete(request, true);
     fill(status, request);
@@ -108,7 +102,8 @@ PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
-    PyObject* status = status_argument(args, nargs, kwnames, "test");
+    PyObject* status;
+    arguments::match(kTest, args, nargs, kwnames, &status);
     RequestObject* request = as_request(self);
     if (!request->done) complete(request, false);
     if (request->done) fill(status, request);

@@ -34,16 +34,14 @@ PyObject* dumps(PyObject* obj) {
 
 PyObject* loads(PyObject* data) { return PyObject_CallOneArg(names().loads, data); }
 
-bool fill_status(PyObject* status, int source, int tag) {
-  if (status == nullptr || status == Py_None) return true;
-  PyObject* source_value = PyLong_FromLong(source);
-  PyObject* tag_value = PyLong_FromLong(tag);
-  bool filled = source_value != nullptr && tag_value != nullptr &&
-                PyObject_SetAttr(status, names().source, source_value) == 0 &&
-                PyObject_SetAttr(status, names().tag, tag_value) == 0;
-  Py_XDECREF(source_value);
-  Py_XDECREF(tag_value);
-  return filled;
+void fill_status(PyObject* status, int source, int tag) {
+  if (status == nullptr || status == Py_None) return;
+  py::object source_value = py::reinterpret_steal<py::object>(PyLong_FromLong(source));
+  py::object tag_value = py::reinterpret_steal<py::object>(PyLong_FromLong(tag));
+  if (!source_value || !tag_value || PyObject_SetAttr(status, names().source, source_value.ptr()) < 0 ||
+      PyObject_SetAttr(status, names().tag, tag_value.ptr()) < 0) {
+    throw py::error_already_set();
+  }
 }
 
 }  // namespace pickled
