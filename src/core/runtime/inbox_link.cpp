@@ -10,7 +10,7 @@ static_assert(kFragmentBytes <= ShmInbox::kSlotBytes, "an inbox slot holds a who
 
 namespace {
 std::shared_ptr<BarrierBoard> board_of(const std::shared_ptr<ShmInbox>& inbox) {
-  return std::make_shared<BarrierBoard>(inbox, inbox->board(), inbox->ranks(), &inbox->bell());
+  return std::make_shared<BarrierBoard>(inbox, inbox->board(), inbox->ranks(), &inbox->barrier_bell());
 }
 }  // namespace
 

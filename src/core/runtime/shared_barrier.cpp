@@ -53,18 +53,19 @@ std::vector<int> SharedBarrier::missing(uint32_t generation) const {
 void SharedBarrier::pass(Transport& transport, const Deadline& deadline, std::span<const int> watch,
                          const std::function<std::string(const std::vector<int>& missing)>& what) {
   uint32_t generation = arrive();
-  // The others are usually there within a microsecond or two: look a few times before
-  // setting up a wait.
-  for (int look = 0; look < 64; ++look) {
-    if (passed(generation)) return;
-    cpu_relax();
-  }
-  // More ranks than cores: the ranks still missing may be waiting for this core. Spinning
-  // would only keep them out (a round then costs a time slice); give the core away at once.
   if (size() > usable_cpus()) {
+    // More ranks than cores: the ranks still missing may be waiting for this core. Spinning
+    // would only keep them out (a round then costs a time slice); give the core away at once.
     for (int turn = 0; turn < kYields; ++turn) {
       if (passed(generation)) return;
       sched_yield();
+    }
+  } else {
+    // A core each: the others are usually there within a microsecond or two; look a few
+    // times before setting up a wait.
+    for (int look = 0; look < 64; ++look) {
+      if (passed(generation)) return;
+      cpu_relax();
     }
   }
   transport.wait_until([&] { return passed(generation); }, deadline, watch, [&] { return what(missing(generation)); },

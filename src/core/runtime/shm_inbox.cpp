@@ -8,9 +8,13 @@
 namespace rma {
 
 namespace {
-// The inbox's first cache lines: the owner's bell.
+// The inbox's first cache lines: the owner's two bells, each on a line of its own. Messages ring
+// one, the barriers of the owner's communicators the other, so a barrier never wakes the
+// progress thread dozing on the first (a futex wake and a context switch, on every round of a
+// barrier loop).
 struct alignas(64) InboxHeader {
-  Bell bell;
+  alignas(64) Bell bell;
+  alignas(64) Bell barrier_bell;
 };
 }  // namespace
 
@@ -45,6 +49,8 @@ std::shared_ptr<ShmInbox> ShmInbox::open(const std::string& name, int ranks) {
 }
 
 Bell& ShmInbox::bell() { return reinterpret_cast<InboxHeader*>(segment_->data())->bell; }
+
+Bell& ShmInbox::barrier_bell() { return reinterpret_cast<InboxHeader*>(segment_->data())->barrier_bell; }
 
 std::byte* ShmInbox::board() { return segment_->data() + board_at(); }
 

@@ -1,5 +1,5 @@
 // A rank's inbox in shared memory: one ring of message fragments per source rank of its host,
-// the rank's bell, and its barrier board (runtime/barrier_board.hpp). Peers on the same host
+// the rank's bells, and its barrier board (runtime/barrier_board.hpp). Peers on the same host
 // send active messages by copying fragments into the ring (single producer: the source; single
 // consumer: the owner) and ringing the bell; the owner's progress takes them out and hands them
 // to the message assembler like fragments that came through libfabric. No provider, no
@@ -37,7 +37,10 @@ class ShmInbox {
   // Removes the name (the owner's, once nobody needs to open it any more); the mapping stays.
   void unlink() noexcept { segment_->unlink(); }
   int ranks() const noexcept { return ranks_; }
+  // Rung after posting to this inbox.
   Bell& bell();
+  // Rung when a barrier of this rank's board lets its waiters go.
+  Bell& barrier_bell();
   // The memory of the rank's barrier board: BarrierBoard::bytes(ranks()), zero-filled at first.
   std::byte* board();
 
