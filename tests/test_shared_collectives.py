@@ -1,8 +1,8 @@
 """The small collectives in shared memory (src/core/runtime/shared_exchange.hpp): where every rank
-of a communicator shares a host, allgather, allreduce and Allreduce of a few values go through
-cells of the communicator's barrier slot, with one barrier and no message. Rounds in a row,
-ranks running at different speeds, barriers in between and contributions on both sides of what
-a cell holds must all give what messages give. Timing-free: each check is of values."""
+of a communicator shares a host, allgather, allreduce, alltoall and Allreduce of a few values go
+through cells of the communicator's barrier slot, with one barrier and no message. Rounds in a
+row, ranks running at different speeds, barriers in between and contributions on both sides of
+what a cell holds must all give what messages give. Timing-free: each check is of values."""
 
 import ctypes
 import hashlib
@@ -41,6 +41,9 @@ def test_rounds_in_a_row_never_read_a_stale_or_overwritten_cell(comm):
             wrong.append(("allgather", round_, gathered))
         if comm.allreduce(round_ + comm.rank) != n * round_ + n * (n - 1) // 2:
             wrong.append(("allreduce", round_))
+        received = comm.alltoall([(round_, comm.rank, dest) for dest in range(n)])
+        if received != [(round_, source, comm.rank) for source in range(n)]:
+            wrong.append(("alltoall", round_, received))
         root = round_ % n
         if comm.bcast((round_, "from", comm.rank), root=root) != (round_, "from", root):
             wrong.append(("bcast", round_))
@@ -75,6 +78,11 @@ def test_contributions_on_both_sides_of_a_cell(comm):
         # Every rank's own size: around the cell's size for some ranks and not others.
         mine = bytes([comm.rank]) * (length + comm.rank * 3)
         assert comm.allgather(mine) == [bytes([r]) * (length + r * 3) for r in range(n)]
+    for length in [0, 20, 30, 45, 60, 200]:
+        # alltoall: each rank's parts go into its cell together, fitting on some ranks only.
+        parts = [bytes([comm.rank, dest]) * (length + comm.rank * 7) for dest in range(n)]
+        expected = [bytes([source, comm.rank]) * (length + source * 7) for source in range(n)]
+        assert comm.alltoall(parts) == expected
 
 
 @pytest.mark.rma(nprocs=[2, 3, 4])

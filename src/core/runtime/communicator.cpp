@@ -62,6 +62,32 @@ std::vector<Bytes> unpack_list(const Bytes& packed) {
   }
   return items;
 }
+
+// One rank's alltoall parts in its shared-memory cell: [length u32 per member][parts...]
+// (shorter than pack_list's, so that a few more ranks' parts fit in a cell).
+Bytes pack_parts(const std::vector<Bytes>& parts) {
+  Bytes out;
+  for (const Bytes& part : parts) {
+    auto length = static_cast<uint32_t>(part.size());
+    append(out, &length, 4);
+  }
+  for (const Bytes& part : parts) append(out, part.data(), part.size());
+  return out;
+}
+
+// Part `index` of a pack_parts of `count` parts.
+Bytes unpack_part(std::span<const std::byte> packed, size_t count, size_t index) {
+  if (packed.size() < 4 * count) throw RmaError("rma: malformed collective message");
+  size_t offset = 4 * count, length = 0;
+  for (size_t i = 0; i <= index; ++i) {
+    offset += length;
+    uint32_t each;
+    std::memcpy(&each, packed.data() + 4 * i, 4);
+    length = each;
+  }
+  if (offset > packed.size() || length > packed.size() - offset) throw RmaError("rma: malformed collective message");
+  return Bytes(packed.begin() + offset, packed.begin() + offset + length);
+}
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank,
@@ -362,9 +388,21 @@ std::vector<Bytes> Communicator::alltoall(const std::vector<Bytes>& items, const
     throw UsageError("rma: comm.alltoall: rank " + std::to_string(rank_) + " passed " + std::to_string(items.size()) +
                      " items for " + std::to_string(size()) + " ranks");
   }
+  int p = size();
+  if (shared_exchange_) {
+    // Every rank waits for every other anyway: all parts through the cells, one barrier.
+    CallName named = call ? call : [] { return std::string("comm.alltoall"); };
+    auto all = shared_exchange_->exchange(pack_parts(items), [&] { pass_shared_barrier(named, "alltoall"); });
+    if (SharedExchange::all_fit(all)) {
+      std::vector<Bytes> result(p);
+      for (int source = 0; source < p; ++source) {
+        result[source] = unpack_part({all[source].data, all[source].size}, p, rank_);
+      }
+      return result;
+    }
+  }
   // Sends never wait for their receive, so every rank posts all, then collects all; rank
   // rank+k first, so that not every rank sends to rank 0 at once.
-  int p = size();
   for (int k = 1; k < p; ++k) post((rank_ + k) % p, kAlltoallTag, items[(rank_ + k) % p]);
   std::vector<Bytes> result(p);
   result[rank_] = items[rank_];

@@ -1,7 +1,7 @@
 // The small collectives of a communicator whose members share a host, in shared memory: every
 // member writes its contribution into its cell of the communicator's barrier slot
 // (runtime/barrier_board.hpp), passes the barrier, and reads every member's cell. One barrier
-// and no message: an allgather or an allreduce of a few values costs about what a barrier
+// and no message: an allgather, allreduce or alltoall of a few values costs about what a barrier
 // costs, where messages cost a hop through the inboxes for each step.
 //
 // Each member has two cells, one per parity of the barrier's round. A member writes the other
