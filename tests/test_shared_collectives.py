@@ -104,16 +104,17 @@ def test_a_size_mismatch_that_fits_and_one_that_does_not_are_both_told(comm):
     np.testing.assert_array_equal(ones, [comm.size] * 3)
 
 
-# ---- large arrays: each rank reads its share out of the others' memory ----
+# ---- arrays too large for the cells: each rank reads the others' memory ----
 
 
 @pytest.mark.rma(**EVERYWHERE)
 def test_large_allreduce_by_reading_each_others_memory(comm):
-    # From 32 KiB on, ranks of one host combine their share of the elements straight out of
-    # every rank's array (process_vm_readv). Shares of unequal size (a count that the rank count
-    # does not divide), in place and not, a strided result, and other ops and dtypes.
+    # Ranks of one host read the others' arrays (process_vm_readv): whole arrays below 32 KiB,
+    # and from there on, each rank its share of the elements. Shares of unequal size (a count
+    # that the rank count does not divide), in place and not, a strided result, and other ops
+    # and dtypes.
     n = comm.size
-    for count in [4099, 1 << 17]:
+    for count in [40, 1001, 4095, 4099, 1 << 17]:
         data = np.arange(count, dtype=np.int64) * (comm.rank + 1)
         total = np.empty(count, np.int64)
         comm.Allreduce(data, total)
@@ -145,9 +146,9 @@ def test_a_rank_whose_reads_are_refused_sends_every_rank_through_messages(comm):
         pytest.skip("the ranks meet through messages: no rank reads another's memory in Allreduce")
     pids = comm.allgather(os.getpid())
     libc = ctypes.CDLL(None, use_errno=True)
-    data = np.full(1 << 15, comm.rank + 1, np.int64)
-    expected = np.full(1 << 15, comm.size * (comm.size + 1) // 2)
-    totals = [np.empty_like(data) for _ in range(3)]
+    # Arrays read whole (1000 elements) and by shares (1 << 15).
+    arrays = [np.full(count, comm.rank + 1, np.int64) for count in [1000, 1 << 15, 1000]]
+    totals = [np.empty_like(data) for data in arrays]
     refused = True
     if comm.rank == 1:
         os.setresuid(65534, 65534, 0)  # (the saved root lets it come back)
@@ -156,13 +157,13 @@ def test_a_rank_whose_reads_are_refused_sends_every_rank_through_messages(comm):
             # The premise: this rank can no longer read rank 0.
             buffer = ctypes.create_string_buffer(8)
             here = (ctypes.c_void_p * 2)(ctypes.cast(buffer, ctypes.c_void_p), 8)
-            there = (ctypes.c_void_p * 2)(data.ctypes.data, 8)  # (any address: the check comes first)
+            there = (ctypes.c_void_p * 2)(arrays[0].ctypes.data, 8)  # (any address: the check comes first)
             refused = libc.process_vm_readv(pids[0], here, 1, there, 1, 0) == -1
-        for total in totals:
+        for data, total in zip(arrays, totals):
             comm.Allreduce(data, total)
     finally:
         if comm.rank == 1:
             os.setresuid(0, 0, 0)
     assert refused
     for total in totals:
-        np.testing.assert_array_equal(total, expected)
+        np.testing.assert_array_equal(total, np.full(total.size, comm.size * (comm.size + 1) // 2))

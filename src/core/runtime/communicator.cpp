@@ -448,9 +448,8 @@ bool Communicator::allreduce_shared(std::span<const std::byte> data, std::span<s
     }
   }
   if (!SharedExchange::all_fit(all)) {
-    // (Every size is data.size(): every rank decides alike.)
-    return data.size() >= kPeerReadFrom &&
-           allreduce_by_reading(data, out, type, op, all, rank_, *shared_exchange_, pass);
+    // (Every rank decides alike.)
+    return allreduce_by_reading(data, out, type, op, all, rank_, *shared_exchange_, pass);
   }
   // In rank order on every rank: every rank gets the same bits. (Out may be data: the cells
   // hold a copy.)
