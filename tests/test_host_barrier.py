@@ -48,6 +48,26 @@ def test_communicators_made_and_dropped_give_their_slots_back(comm):
 
 
 @pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
+@pytest.mark.rma(nprocs=[3, 4], timeout=60)
+def test_a_slot_passed_between_communicators_of_other_sizes_still_meets(comm):
+    # A slot that a pair of ranks used for a few rounds comes back to the whole group next:
+    # every member must start that communicator from the same round, or the first barrier never
+    # passes (and the cells of its collectives would be of different rounds).
+    for rounds in range(1, 6):
+        pair = comm.split(0 if comm.rank < 2 else 1)
+        assert pair._core.barrier_in_shared_memory is (pair.size > 1)
+        for _ in range(rounds):
+            pair.barrier()
+        assert pair.allgather(comm.rank) == ([0, 1] if comm.rank < 2 else list(range(2, comm.size)))
+        del pair
+        group = comm.dup()
+        for _ in range(rounds + 1):
+            group.barrier()
+        assert group.alltoall([(comm.rank, r) for r in range(comm.size)]) == [(r, comm.rank) for r in range(comm.size)]
+        del group
+
+
+@pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
 @pytest.mark.rma(nprocs=[2, 4], timeout=120)
 def test_a_full_board_falls_back_to_messages_and_every_barrier_still_waits(comm):
     gc.collect()  # communicators of earlier tests in this pool, dropped but in cycles
@@ -128,8 +148,8 @@ def rmarun(size, code):
 @pytest.mark.parametrize("size", [2, 3])
 def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
     # Rank 0 arrives, is interrupted, and comes back to the same barrier: it must still wait
-    # for the last rank, which comes 2 s later (counted twice, it would let the round pass
-    # without it).
+    # for the last rank, which comes 2 s later, and then be in step with the others (counted
+    # twice, it would let a round pass without it, or wait for one the others have not begun).
     code = """
         import os, signal, threading, time, rma
         comm = rma.init()
@@ -147,6 +167,9 @@ def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
             comm.barrier()
         else:
             comm.barrier()
+        # In step: the cells of the next collective are those of the same round on every rank.
+        assert comm.allgather(("after", comm.rank)) == [("after", r) for r in range(comm.size)]
+        comm.barrier()
     """
     out = rmarun(size, code)
     assert out.returncode == 0, out.stderr
