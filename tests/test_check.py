@@ -280,6 +280,61 @@ def test_an_origin_array_changed_too_early_is_found(case, size):
         assert f"changed before the call completed at rank {rank}" in message
 
 
+# Result arrays changed before the call completed at the origin (found there, at the completing
+# call, on every rank), and changed or read after. Every rank's window holds its rank + 10.
+RESULTS = {
+    "get, changed before the flush": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    got[0] = 9",
+        "win.get",
+    ),
+    "fetch_and_op, changed before the unlock": (
+        "got = np.zeros(1, np.int64)\nwith win.lock(0):\n    win.fetch_and_op(one, got, 0, 4)\n    got[0] = 9",
+        "win.fetch_and_op (SUM)",
+    ),
+    "rget, changed before its wait": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    request = win.rget(got, 0, 4)\n    got[1] = 9\n"
+        "    request.wait()",
+        "win.rget",
+    ),
+    "get, changed after flush_local": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    win.flush_local(0)\n"
+        "    assert got.tolist() == [10] * 4, got\n    got[0] = 9",
+        None,
+    ),
+    "rget_accumulate, changed after its wait": (
+        "got = np.zeros(1, np.int64)\nwith win.lock(0):\n    assert win.rget_accumulate(one, got, 0, 4).wait() is got\n"
+        "    assert got[0] >= 10, got\n    got[0] = -1",
+        None,
+    ),
+    # Before the call completes, the result array shows what it held before the call, as it
+    # may through a network: a program that reads it too early sees that here too.
+    "get, read after the flush only": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    assert not got.any(), got\n"
+        "    win.flush(0)\n    assert got.tolist() == [10] * 4, got",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("case", RESULTS)
+def test_a_result_array_changed_too_early_is_found(case, size):
+    body, call = RESULTS[case]
+    results = run("win.local[:] = rank + 10\ncomm.barrier()\n" + body, size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if call is None:
+        assert found == {}
+        return
+    assert set(found) == set(range(size)), found
+    for rank, message in found.items():
+        assert message.startswith(f"rma: RMA_CHECK: the result array of {call} by rank {rank} to rank 0, bytes 32-"), (
+            message
+        )
+        assert f"changed before the call completed at rank {rank}" in message
+
+
 # The owner's loads and stores of win.local, against the others' calls (and its own).
 LOCAL = {
     # Rank 0 stores element 0 while the others put there, in one fence epoch: found on rank 0.

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-RULES = ("put-put", "put-get", "put-acc", "get-acc", "acc-acc", "local", "origin", "sync")
+RULES = ("put-put", "put-get", "put-acc", "get-acc", "acc-acc", "local", "origin", "result", "sync")
 LABEL = re.compile(r"^(racy|safe): (" + "|".join(RULES) + r"): \S.*$")
 MARKER = "ConflictError"
 

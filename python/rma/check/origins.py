@@ -17,10 +17,11 @@ import numpy as np
 
 from .access import Access, describe
 
-__all__ = ["OriginWatch"]
+__all__ = ["OriginWatch", "digest"]
 
 
-def _digest(array: np.ndarray) -> int:
+def digest(array: np.ndarray) -> int:
+    """A digest of an array's bytes (results.py watches result arrays with it too)."""
     return zlib.crc32(array.data if array.flags.c_contiguous else array.tobytes())
 
 
@@ -35,7 +36,7 @@ class OriginWatch:
         """Watch an origin array (numbers and lists were copied at the call: nothing to watch)."""
         if not isinstance(origin, np.ndarray) or origin.size == 0:
             return None
-        entry = (origin, _digest(origin), access)
+        entry = (origin, digest(origin), access)
         self._watched.setdefault(target, []).append(entry)
         return entry
 
@@ -57,8 +58,8 @@ class OriginWatch:
 
 
 def _changed(entry: tuple[np.ndarray, int, Access]) -> str | None:
-    array, digest, access = entry
-    if _digest(array) == digest:
+    array, before, access = entry
+    if digest(array) == before:
         return None
     return (
         f"rma: RMA_CHECK: the origin array of {describe(access)} changed before the call completed at rank "

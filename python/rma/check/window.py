@@ -42,6 +42,7 @@ from .clock import clock
 from .journal import Journal, message
 from .local import WatchedArray, spans_of
 from .origins import OriginWatch
+from .results import ResultWatch
 
 __all__ = ["CheckedWindow"]
 
@@ -76,17 +77,19 @@ def _ranks(group: Group | list) -> list[int]:
 
 
 class _WatchedRequest:
-    """A request-based call whose origin array is watched: its wait or test completes it here."""
+    """A request-based call whose origin or result array is watched: its wait or test completes
+    it here."""
 
-    __slots__ = ("_request", "_window", "_target", "_entry")
+    __slots__ = ("_request", "_window", "_target", "_origin", "_result")
 
-    def __init__(self, request: Any, window: CheckedWindow, target: int, entry: Any) -> None:
-        self._request, self._window, self._target, self._entry = request, window, target, entry
+    def __init__(self, request: Any, window: CheckedWindow, target: int, origin: Any, result: Any) -> None:
+        self._request, self._window, self._target = request, window, target
+        self._origin, self._result = origin, result
 
     def wait(self) -> Any:
         result = self._request.wait()
         self._done()
-        return result
+        return result if self._result is None else self._result[0]  # (the caller's array, not the private one)
 
     def test(self) -> bool:
         done = self._request.test()
@@ -96,7 +99,10 @@ class _WatchedRequest:
 
     def _done(self) -> None:
         window = self._window
-        window._keep(window._ck_origins.request_completed(self._target, self._entry))
+        if self._origin is not None:
+            window._keep(window._ck_origins.request_completed(self._target, self._origin))
+        if self._result is not None:
+            window._keep(window._ck_results.request_completed(self._target, self._result))
         window._report()
 
 
@@ -127,6 +133,7 @@ class CheckedWindow(Window):
         self._ck_inflight: dict[int, dict[Access, None]] = {}  # by target, in call order
         self._ck_outgoing: dict[int, dict[tuple[Access, int], Access]] = {}  # completed, not sent yet
         self._ck_origins = OriginWatch()
+        self._ck_results = ResultWatch()
         self._ck_base = self._local.__array_interface__["data"][0]
         self._ck_stamp: tuple[int, ...] | None = None  # the clock _ck_made's accesses were made at
         self._ck_made: dict[tuple, Access] = {}
@@ -231,46 +238,56 @@ class CheckedWindow(Window):
         super().put(origin, target_rank, target_disp, target=target)
         self._record("win.put", WRITE, None, origin, target_rank, target_disp, target, origin)
 
+    # The calls with a result array fill a private one, which their completion copies into it
+    # (results.py); `data` stays the caller's array, whose size and dtype are the call's.
+
     def get(self, result, target_rank, target_disp=0, *, target=None):
-        super().get(result, target_rank, target_disp, target=target)
-        self._record("win.get", READ, None, result, target_rank, target_disp, target)
+        staged = ResultWatch.stage(result)
+        super().get(staged, target_rank, target_disp, target=target)
+        self._record("win.get", READ, None, result, target_rank, target_disp, target, staged=staged)
 
     def accumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
         super().accumulate(origin, target_rank, target_disp, op, target=target)
         self._record("win.accumulate", UPDATE, op, origin, target_rank, target_disp, target, origin)
 
     def get_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
-        super().get_accumulate(origin, result, target_rank, target_disp, op, target=target)
+        staged = ResultWatch.stage(result)
+        super().get_accumulate(origin, staged, target_rank, target_disp, op, target=target)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
-        self._record("win.get_accumulate", kind, op, result, target_rank, target_disp, target, origin)
+        self._record("win.get_accumulate", kind, op, result, target_rank, target_disp, target, origin, staged=staged)
 
     def fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM):
-        super().fetch_and_op(origin, result, target_rank, target_disp, op)
+        staged = ResultWatch.stage(result)
+        super().fetch_and_op(origin, staged, target_rank, target_disp, op)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
-        self._record("win.fetch_and_op", kind, op, result, target_rank, target_disp, None, origin)
+        self._record("win.fetch_and_op", kind, op, result, target_rank, target_disp, None, origin, staged=staged)
 
     def compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
-        super().compare_and_swap(origin, compare, result, target_rank, target_disp)
-        self._record("win.compare_and_swap", UPDATE, "CAS", result, target_rank, target_disp, None, origin)
+        staged = ResultWatch.stage(result)
+        super().compare_and_swap(origin, compare, staged, target_rank, target_disp)
+        self._record(
+            "win.compare_and_swap", UPDATE, "CAS", result, target_rank, target_disp, None, origin, staged=staged
+        )
 
     def rput(self, origin, target_rank, target_disp=0, *, target=None):
         request = super().rput(origin, target_rank, target_disp, target=target)
         return self._record("win.rput", WRITE, None, origin, target_rank, target_disp, target, origin, request)
 
     def rget(self, result, target_rank, target_disp=0, *, target=None):
-        request = super().rget(result, target_rank, target_disp, target=target)
-        self._record("win.rget", READ, None, result, target_rank, target_disp, target)
-        return request
+        staged = ResultWatch.stage(result)
+        request = super().rget(staged, target_rank, target_disp, target=target)
+        return self._record("win.rget", READ, None, result, target_rank, target_disp, target, None, request, staged)
 
     def raccumulate(self, origin, target_rank, target_disp=0, op=SUM, *, target=None):
         request = super().raccumulate(origin, target_rank, target_disp, op, target=target)
         return self._record("win.raccumulate", UPDATE, op, origin, target_rank, target_disp, target, origin, request)
 
     def rget_accumulate(self, origin, result, target_rank, target_disp=0, op=SUM, *, target=None):
-        request = super().rget_accumulate(origin, result, target_rank, target_disp, op, target=target)
+        staged = ResultWatch.stage(result)
+        request = super().rget_accumulate(origin, staged, target_rank, target_disp, op, target=target)
         kind = ATOMIC_READ if op == NO_OP else UPDATE
         call = "win.rget_accumulate"
-        return self._record(call, kind, op, result, target_rank, target_disp, target, origin, request)
+        return self._record(call, kind, op, result, target_rank, target_disp, target, origin, request, staged)
 
     # ---- synchronization ----
     # A conflict found while a call is made is reported at its end, once the call's own work is
@@ -361,6 +378,7 @@ class CheckedWindow(Window):
         if exclusive is not None and rank != PROC_NULL:
             self._release([rank], exclusive)
         super().unlock(rank)
+        self._completed_here([rank])
         self._drain()
         self._report()
 
@@ -378,6 +396,7 @@ class CheckedWindow(Window):
             self._ck_lock_all = False
             self._release(range(self._comm.size), exclusive=False)
         super().unlock_all()
+        self._completed_here(range(self._comm.size))
         self._drain()
         self._report()
 
@@ -418,11 +437,12 @@ class CheckedWindow(Window):
 
     # ---- the record of an access ----
 
-    def _record(self, call, kind, op, data, target_rank, target_disp, target, origin=None, request=None):
+    def _record(self, call, kind, op, data, target_rank, target_disp, target, origin=None, request=None, staged=None):
         """Record the access a call made (`data`: the array or value whose size it moves), watch
-        its origin array, and return its request (wrapped, when it has an origin to watch)."""
+        its origin array and its result array (`data`, filled through `staged`), and return its
+        request (wrapped, when it has an array to watch)."""
         rank = operator.index(target_rank)
-        if rank == PROC_NULL:
+        if rank == PROC_NULL:  # (nothing comes: the result array stays as it was)
             return request
         if rank in self._ck_posts:
             self._take_post(rank)
@@ -470,6 +490,7 @@ class CheckedWindow(Window):
             )
         now.tick += 1
         watched = self._ck_origins.watch(rank, origin, access)
+        filled = None if staged is None else self._ck_results.watch(rank, data, staged, access)
         pending = self._ck_inflight.get(rank)
         if pending is None:
             pending = self._ck_inflight[rank] = {}
@@ -480,7 +501,9 @@ class CheckedWindow(Window):
                 if overlap(earlier.spans, spans) is not None and self._check_pair(earlier, access):
                     break
             pending[access] = None
-        return request if request is None or watched is None else _WatchedRequest(request, self, rank, watched)
+        if request is None or (watched is None and filled is None):
+            return request
+        return _WatchedRequest(request, self, rank, watched, filled)
 
     def _check_pair(self, earlier: Access, access: Access) -> bool:
         """Report two accesses of this origin to one target, both not completed, if they conflict."""
@@ -498,10 +521,13 @@ class CheckedWindow(Window):
 
     # ---- completion and delivery ----
 
-    def _complete_accesses(self, targets: Iterable[int]) -> None:
-        """Stamp the accesses to `targets` as completed there by the call being made."""
+    def _complete_accesses(self, targets: Iterable[int], here: bool = True) -> None:
+        """Stamp the accesses to `targets` as completed there by the call being made (and at this
+        rank, unless `here` is False: before an unlock, which completes them here only as it
+        returns)."""
         targets = list(targets)
-        self._completed_here(targets)
+        if here:
+            self._completed_here(targets)
         now = clock()
         done, tick = now.next_publication(), now.tick
         for target in targets:
@@ -516,8 +542,12 @@ class CheckedWindow(Window):
         now.tick += 1
 
     def _completed_here(self, targets: Iterable[int]) -> None:
-        """The calls to `targets` completed at this rank: their origin arrays are free again."""
+        """The calls to `targets` completed at this rank: their origin arrays are free again, and
+        their result arrays get what the calls brought (so only once the plain call that
+        completes them has returned)."""
+        targets = list(targets)
         self._keep(self._ck_origins.completed(targets))
+        self._keep(self._ck_results.completed(targets))
 
     def _completed(self, targets: Iterable[int]) -> None:
         """After a flush: send the completed accesses of a target once enough wait."""
@@ -543,7 +573,7 @@ class CheckedWindow(Window):
     def _release(self, targets: Iterable[int], exclusive: bool) -> None:
         """Before an unlock: complete the accesses, leave this rank's clock at the targets, send."""
         targets = list(targets)
-        self._complete_accesses(targets)
+        self._complete_accesses(targets, here=False)
         now = np.asarray(clock().publish(), dtype=np.int64)
         size = now.size
         for target in targets:
