@@ -18,16 +18,21 @@ struct alignas(64) InboxHeader {
 };
 }  // namespace
 
-// One ring: the producer advances tail after writing a slot, the consumer advances head
-// after reading one; each index on a cache line of its own. A slot: the fragment's length
-// (uint32) then its bytes.
+// One ring: slots used in turn. A slot: the fragment's length (a uint32 word; 0: the slot is
+// free), then from byte 8 the fragment, so that a small message is one cache line. The producer
+// writes a free slot's fragment, then its length; the consumer looks at the length of the slot
+// it takes next, reads the fragment, then sets the length back to 0. So each side looks only at
+// the slot: a small message costs the line going to the consumer and back, where indices on
+// lines of their own cost four more transfers. Each side keeps its own index (tail: the next
+// slot to write; head: the next to read), on a line only it touches.
 struct alignas(64) ShmInbox::Ring {
-  alignas(64) std::atomic<uint64_t> tail;
-  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) uint64_t tail;
+  alignas(64) uint64_t head;
 };
 
 namespace {
 constexpr size_t kSlotStride = ShmInbox::kSlotBytes + 64;  // room for the length, aligned
+constexpr size_t kFragmentAt = 8;                          // in a slot, after the length
 constexpr size_t kRingHeaderBytes = 128;                   // sizeof(Ring)
 constexpr size_t kRingBytes = kRingHeaderBytes + ShmInbox::kSlots * kSlotStride;
 }  // namespace
@@ -63,27 +68,22 @@ std::byte* ShmInbox::slot(int source, uint64_t index) {
   return reinterpret_cast<std::byte*>(&ring(source)) + kRingHeaderBytes + (index % kSlots) * kSlotStride;
 }
 
+std::atomic<uint32_t>& ShmInbox::length_of(std::byte* slot) { return *reinterpret_cast<std::atomic<uint32_t>*>(slot); }
+
 bool ShmInbox::try_push(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
   Ring& r = ring(source);
-  uint64_t tail = r.tail.load(std::memory_order_relaxed);
-  if (tail - r.head.load(std::memory_order_acquire) >= kSlots) return false;  // full
-  std::byte* at = slot(source, tail);
-  auto length = static_cast<uint32_t>(header.size() + payload.size());
-  std::memcpy(at, &length, sizeof length);
-  std::memcpy(at + 64, header.data(), header.size());
-  if (!payload.empty()) std::memcpy(at + 64 + header.size(), payload.data(), payload.size());
-  r.tail.store(tail + 1, std::memory_order_release);  // the slot is written before it shows
+  std::byte* at = slot(source, r.tail);
+  std::atomic<uint32_t>& length = length_of(at);
+  if (length.load(std::memory_order_acquire) != 0) return false;  // full: the consumer has not taken it yet
+  std::memcpy(at + kFragmentAt, header.data(), header.size());
+  if (!payload.empty()) std::memcpy(at + kFragmentAt + header.size(), payload.data(), payload.size());
+  length.store(static_cast<uint32_t>(header.size() + payload.size()), std::memory_order_release);  // it shows
+  ++r.tail;
   return true;
 }
 
-std::atomic<uint64_t>& ShmInbox::head_of(int source) { return ring(source).head; }
-std::atomic<uint64_t>& ShmInbox::tail_of(int source) { return ring(source).tail; }
+uint64_t& ShmInbox::head_of(int source) { return ring(source).head; }
 
-std::span<const std::byte> ShmInbox::fragment(int source, uint64_t index) {
-  const std::byte* at = slot(source, index);
-  uint32_t length;
-  std::memcpy(&length, at, sizeof length);
-  return {at + 64, length};
-}
+std::span<const std::byte> ShmInbox::fragment(std::byte* slot, uint32_t length) { return {slot + kFragmentAt, length}; }
 
 }  // namespace rma

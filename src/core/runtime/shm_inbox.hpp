@@ -53,10 +53,15 @@ class ShmInbox {
   size_t drain(Take&& take) {
     size_t taken = 0;
     for (int source = 0; source < ranks_; ++source) {
-      std::atomic<uint64_t>& head = head_of(source);
-      uint64_t at = head.load(std::memory_order_relaxed), tail = tail_of(source).load(std::memory_order_acquire);
-      for (; at != tail; ++at, ++taken) take(fragment(source, at));
-      head.store(at, std::memory_order_release);  // the slots may be written again
+      uint64_t& head = head_of(source);
+      for (;; ++head, ++taken) {
+        std::byte* at = slot(source, head);
+        std::atomic<uint32_t>& length = length_of(at);
+        uint32_t bytes = length.load(std::memory_order_acquire);
+        if (bytes == 0) break;
+        take(fragment(at, bytes));
+        length.store(0, std::memory_order_release);  // the slot may be written again
+      }
     }
     return taken;
   }
@@ -70,9 +75,9 @@ class ShmInbox {
   static size_t rings_at(int ranks);
   Ring& ring(int source);
   std::byte* slot(int source, uint64_t index);
-  std::atomic<uint64_t>& head_of(int source);
-  std::atomic<uint64_t>& tail_of(int source);
-  std::span<const std::byte> fragment(int source, uint64_t index);  // a written slot's bytes
+  uint64_t& head_of(int source);
+  static std::atomic<uint32_t>& length_of(std::byte* slot);                      // 0: free
+  static std::span<const std::byte> fragment(std::byte* slot, uint32_t length);  // a written slot's bytes
 
   std::shared_ptr<SharedSegment> segment_;
   int ranks_;
