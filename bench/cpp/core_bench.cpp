@@ -151,12 +151,19 @@ int bench(int rank, const fork_job::Exchange& exchange) {
     }
   });
   double barrier = median_seconds(2000, [&] { world->barrier(); });
+  // The communicator's sendrecv between the two ranks: the Python case's floor (no pickle).
+  double sendrecv = median_seconds(2000, [&] {
+    auto receive = world->irecv(1 - rank, 0, "sendrecv");
+    world->send(word, 1 - rank, 0);
+    receive->wait();
+  });
   double wake = wait_until_wake(*world, *window, rank);
   if (rank == 0) {
     report("fence_empty", 8, fence);
     report("fence_put", 8, fence_put);
     report("pscw_put", 8, pscw);
     report("barrier", 8, barrier);
+    report("comm_sendrecv@2", 8, sendrecv);
     report("wait_until_wake", 8, wake);
     std::fflush(stdout);
   }

@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
     TIMED(rank, "pscw_put", 8, (MPI_Win_post(peer_group, 0, win), MPI_Win_wait(win)));
   }
   TIMED(rank, "barrier", 8, MPI_Barrier(MPI_COMM_WORLD));
+  /* The communicator's sendrecv between the two ranks (the Python case pickles an int). */
+  char in[8];
+  TIMED(rank, "comm_sendrecv@2", 8,
+        MPI_Sendrecv(data, 8, MPI_BYTE, 1 - rank, 0, in, 8, MPI_BYTE, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   fflush(stdout);
   MPI_Group_free(&peer_group);
   MPI_Group_free(&world_group);

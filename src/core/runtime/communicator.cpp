@@ -177,7 +177,8 @@ void Communicator::wait_until(const std::function<bool()>& done, std::span<const
       sched_yield();
     }
   }
-  transport.wait_until(arrived, runtime_->deadline(), watch, what, bell);
+  transport.wait_until(arrived, runtime_->deadline(), watch, what, bell, /*interruptible=*/true,
+                       /*polls_itself=*/bell != nullptr);
 }
 
 Bytes Communicator::wait_for(int source, int32_t tag, const char* own, const CallName& call) {

@@ -13,12 +13,14 @@ namespace rma {
 std::string Transport::without_own_rank(std::string text) const { return without_rank_mention(std::move(text), rank_); }
 
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
-                           const std::function<std::string()>& what, Bell* bell, bool interruptible) {
+                           const std::function<std::string()>& what, Bell* bell, bool interruptible,
+                           bool polls_itself) {
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
   Backoff backoff;
   // Counted while it polls the network itself: the progress engine leaves the network to it
-  // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine.
+  // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine, unless
+  // its done() polls for itself (polls_itself; see polling_callers()).
   struct Counted {
     std::atomic<int>* count;
     explicit Counted(std::atomic<int>* c) : count(c) {
@@ -27,7 +29,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     ~Counted() {
       if (count) --*count;
     }
-  } counted(bell == nullptr ? &waiting_callers_ : nullptr);
+  } counted(bell == nullptr ? &waiting_callers_ : nullptr), polling(polls_itself ? &polling_callers_ : nullptr);
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
   // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is
@@ -76,7 +78,10 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     if (busy) {
       backoff.reset();
     } else if (bell != nullptr && backoff.sleeping()) {
+      // Asleep, this caller polls nothing: the progress engine takes the network back meanwhile.
+      if (polls_itself) polling_callers_.fetch_sub(1, std::memory_order_relaxed);
       bell->sleep_unless(holds, kBellCheck);
+      if (polls_itself) polling_callers_.fetch_add(1, std::memory_order_relaxed);
     } else if (doze_promptly() && backoff.sleeping() && !network_in_flight()) {
       // Peers on other hosts: asleep until the fabric's wait fd says something came (a timed
       // sleep would hold up a peer's one-sided write, which needs this rank's progress). The

@@ -117,6 +117,11 @@ class Transport {
   // fabric's wait fd when their wait is long, so the progress engine need not doze promptly
   // meanwhile: its wake-ups would only take CPU from them (two per message when it does).
   int waiting_callers() const noexcept { return waiting_callers_.load(std::memory_order_relaxed); }
+  // Callers inside wait_until now that poll the transport themselves in their done() (a
+  // communicator's receive) and are not asleep: the progress engine leaves every message to
+  // them meanwhile, rather than taking some first and spinning after them (on a host with as
+  // many busy threads as cores, that spinning took the CPU the ranks needed).
+  int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).
@@ -129,9 +134,11 @@ class Transport {
   // polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
   // Every blocking loop of the transports is this one, posts that wait for room included
   // (uninterruptible: a message must not stop between its fragments). A wait still going after
-  // the hang-report delay says so once on stderr, naming `what`, and goes on.
+  // the hang-report delay says so once on stderr, naming `what`, and goes on. polls_itself: done()
+  // makes progress itself (see polling_callers()).
   void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
-                  const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true);
+                  const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true,
+                  bool polls_itself = false);
   static constexpr std::chrono::microseconds kBellCheck{100'000};
   // `what` without " on rank <this rank>": the messages of wait_until begin "rma: rank R: ",
   // and a window call's name says the rank too ("win.fence on rank 0 of window 1").
@@ -144,6 +151,7 @@ class Transport {
   PeerStatus peers_;
   double hang_report_seconds_ = 0;
   std::atomic<int> waiting_callers_{0};
+  std::atomic<int> polling_callers_{0};
 };
 
 }  // namespace rma
