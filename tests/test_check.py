@@ -264,19 +264,23 @@ ORIGINS = {
 @pytest.mark.parametrize("case", ORIGINS)
 def test_an_origin_array_changed_too_early_is_found(case, size):
     body, racy = ORIGINS[case]
-    results = run(body, size)
+    call = f"win.{'rput' if 'rput' in case else 'put'}" if racy else None
+    assert_every_rank_found_a_changed_array(run(body, size), size, "origin", call, "32-63")
+
+
+def assert_every_rank_found_a_changed_array(results, size, array, call, span):
+    """Every rank ended; each found its own `array` ("origin", "result") of `call` changed too
+    early (bytes `span` of rank 0), or, when call is None, none found anything."""
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     found = conflicts(results)
-    if not racy:
+    if call is None:
         assert found == {}
         return
     assert set(found) == set(range(size)), found
     for rank, message in found.items():
-        assert message.startswith(
-            f"rma: RMA_CHECK: the origin array of win.{'rput' if 'rput' in case else 'put'} "
-            f"by rank {rank} to rank 0, bytes 32-63"
-        ), message
+        prefix = f"rma: RMA_CHECK: the {array} array of {call} by rank {rank} to rank 0, bytes {span}"
+        assert message.startswith(prefix), message
         assert f"changed before the call completed at rank {rank}" in message
 
 
@@ -321,18 +325,7 @@ RESULTS = {
 def test_a_result_array_changed_too_early_is_found(case, size):
     body, call = RESULTS[case]
     results = run("win.local[:] = rank + 10\ncomm.barrier()\n" + body, size)
-    for rank, (status, out, err) in enumerate(results):
-        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
-    found = conflicts(results)
-    if call is None:
-        assert found == {}
-        return
-    assert set(found) == set(range(size)), found
-    for rank, message in found.items():
-        assert message.startswith(f"rma: RMA_CHECK: the result array of {call} by rank {rank} to rank 0, bytes 32-"), (
-            message
-        )
-        assert f"changed before the call completed at rank {rank}" in message
+    assert_every_rank_found_a_changed_array(results, size, "result", call, "32-")
 
 
 # The owner's loads and stores of win.local, against the others' calls (and its own).

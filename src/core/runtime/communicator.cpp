@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -164,6 +165,9 @@ void Communicator::wait_until(const std::function<bool()>& done, std::span<const
   // wait gives its core to the ranks it waits for; asleep there, the transport's wait leaves
   // progress to the condition (what rang may be a message still in the inbox).
   Bell* bell = transport.incoming_bell();
+  // (It polls for itself, from the first look: the progress engine leaves it the messages.)
+  std::optional<Transport::Polling> polling;
+  if (bell != nullptr) polling.emplace(transport);
   auto arrived = [&] {
     if (bell != nullptr) transport.progress();
     return done();

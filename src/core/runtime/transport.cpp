@@ -29,7 +29,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     ~Counted() {
       if (count) --*count;
     }
-  } counted(bell == nullptr ? &waiting_callers_ : nullptr), polling(polls_itself ? &polling_callers_ : nullptr);
+  } counted(bell == nullptr ? &waiting_callers_ : nullptr);
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
   // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is

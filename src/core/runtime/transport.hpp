@@ -122,6 +122,19 @@ class Transport {
   // them meanwhile, rather than taking some first and spinning after them (on a host with as
   // many busy threads as cores, that spinning took the CPU the ranks needed).
   int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
+  // While one lives, its thread counts in polling_callers().
+  class Polling {
+   public:
+    explicit Polling(Transport& transport) : count_(transport.polling_callers_) {
+      count_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Polling() { count_.fetch_sub(1, std::memory_order_relaxed); }
+    Polling(const Polling&) = delete;
+    Polling& operator=(const Polling&) = delete;
+
+   private:
+    std::atomic<int>& count_;
+  };
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).
@@ -135,7 +148,8 @@ class Transport {
   // Every blocking loop of the transports is this one, posts that wait for room included
   // (uninterruptible: a message must not stop between its fragments). A wait still going after
   // the hang-report delay says so once on stderr, naming `what`, and goes on. polls_itself: done()
-  // makes progress itself (see polling_callers()).
+  // makes progress itself and the caller counts in polling_callers() (a Polling), except while
+  // this wait sleeps on the bell.
   void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                   const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true,
                   bool polls_itself = false);
