@@ -33,6 +33,31 @@ bool everyone(bool ok, SharedExchange& exchange, const std::function<void()>& pa
   });
 }
 
+// Combines bytes [lo, lo + length) of every rank's data, in rank order (so every run gets the
+// same bits), into `into`: this rank's own from `data`, the others' read out of their processes.
+// False if the kernel refuses a read. (`into` is not data itself: result may be data, in place,
+// whose bytes must not change while they are still used.)
+bool combine_everyones(const std::vector<PeerReadNote>& notes, int rank, std::span<const std::byte> data, size_t lo,
+                       size_t length, ElementType type, ReduceOp op, std::byte* into) {
+  int p = static_cast<int>(notes.size());
+  std::unique_ptr<std::byte[]> part(new std::byte[std::max<size_t>(length, 1)]);  // (read into before use)
+  for (int r = 0; r < p; ++r) {
+    const std::byte* theirs = data.data() + lo;
+    if (r != rank) {
+      std::byte* read = r == 0 ? into : part.get();
+      if (!read_from(notes[r].pid, notes[r].data + lo, read, length)) return false;
+      theirs = read;
+    }
+    if (r == 0) {
+      if (theirs != into) std::memcpy(into, theirs, length);
+    } else {
+      size_t element_bytes = element_size(type);
+      apply_reduce_plain(op, type, element_bytes, into, theirs, nullptr, length / element_bytes);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 PeerReadNote peer_read_note(std::span<const std::byte> data, std::span<std::byte> result) {
@@ -46,54 +71,23 @@ bool allreduce_by_reading(std::span<const std::byte> data, std::span<std::byte> 
   int p = static_cast<int>(all.size());
   std::vector<PeerReadNote> notes(p);
   for (int r = 0; r < p; ++r) std::memcpy(&notes[r], all[r].note, sizeof(PeerReadNote));
-  size_t element_bytes = element_size(type);
-  size_t count = data.size() / element_bytes;
   if (data.size() < kShareFrom) {
-    // Small arrays: every rank reads every other's whole array and combines them all, in rank
-    // order. One round and p - 1 reads, against two rounds and 2 (p - 1) reads for shares.
-    bool ok = true;
+    // Small arrays: every rank reads every other's whole array and combines them all. One round
+    // and p - 1 reads, against two rounds and 2 (p - 1) reads for shares.
     std::unique_ptr<std::byte[]> total(new std::byte[data.size()]);
-    std::unique_ptr<std::byte[]> part(new std::byte[data.size()]);
-    for (int r = 0; r < p && ok; ++r) {
-      const std::byte* theirs = data.data();
-      if (r != rank) {
-        std::byte* into = r == 0 ? total.get() : part.get();
-        ok = read_from(notes[r].pid, notes[r].data, into, data.size());
-        theirs = into;
-      }
-      if (r == 0) {
-        if (theirs != total.get()) std::memcpy(total.get(), theirs, data.size());
-      } else {
-        apply_reduce_plain(op, type, element_bytes, total.get(), theirs, nullptr, count);
-      }
-    }
+    bool ok = combine_everyones(notes, rank, data, 0, data.size(), type, op, total.get());
     // (After this round nobody reads this rank's data any more: result may be data, in place.)
     if (!everyone(ok, exchange, pass)) return false;
     std::memcpy(result.data(), total.get(), data.size());
     return true;
   }
   // Rank r's share: elements [first(r), first(r + 1)).
+  size_t element_bytes = element_size(type);
+  size_t count = data.size() / element_bytes;
   auto first = [&](int r) { return count * static_cast<size_t>(r) / static_cast<size_t>(p) * element_bytes; };
   size_t lo = first(rank), length = first(rank + 1) - lo;
-  // This rank's share, combined in rank order (so every run gets the same bits), in `share`
-  // first: result may be data itself (in place), whose share must not change before it is used.
-  // (Neither is zero-filled: every byte is read into it before use.)
-  bool ok = true;
   std::unique_ptr<std::byte[]> share(new std::byte[std::max<size_t>(length, 1)]);
-  std::unique_ptr<std::byte[]> part(new std::byte[std::max<size_t>(length, 1)]);
-  for (int r = 0; r < p && ok; ++r) {
-    const std::byte* theirs = data.data() + lo;
-    if (r != rank) {
-      std::byte* into = r == 0 ? share.get() : part.get();
-      ok = read_from(notes[r].pid, notes[r].data + lo, into, length);
-      theirs = into;
-    }
-    if (r == 0) {
-      if (theirs != share.get()) std::memcpy(share.get(), theirs, length);
-    } else {
-      apply_reduce_plain(op, type, element_bytes, share.get(), theirs, nullptr, length / element_bytes);
-    }
-  }
+  bool ok = combine_everyones(notes, rank, data, lo, length, type, op, share.get());
   // (The others read this rank's data outside this share only: it can take the result now.)
   if (ok) std::memcpy(result.data() + lo, share.get(), length);
   if (!everyone(ok, exchange, pass)) return false;
