@@ -46,48 +46,29 @@ Bytes pack_list(const std::vector<Bytes>& items) {
   return out;
 }
 
-std::vector<Bytes> unpack_list(const Bytes& packed) {
+// The items of a pack_list, where they lie in `packed`.
+std::vector<std::span<const std::byte>> list_items(std::span<const std::byte> packed) {
   auto fail = [] { return RmaError("rma: malformed collective message"); };
   if (packed.size() < 8) throw fail();
   uint64_t count;
   std::memcpy(&count, packed.data(), 8);
   if (count > (packed.size() - 8) / 8) throw fail();
-  std::vector<Bytes> items(count);
+  std::vector<std::span<const std::byte>> items(count);
   size_t offset = 8 + 8 * count;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t length;
     std::memcpy(&length, packed.data() + 8 + 8 * i, 8);
     if (length > packed.size() - offset) throw fail();
-    items[i].assign(packed.begin() + offset, packed.begin() + offset + length);
+    items[i] = packed.subspan(offset, length);
     offset += length;
   }
   return items;
 }
 
-// One rank's alltoall parts in its shared-memory cell: [length u32 per member][parts...]
-// (shorter than pack_list's, so that a few more ranks' parts fit in a cell).
-Bytes pack_parts(const std::vector<Bytes>& parts) {
-  Bytes out;
-  for (const Bytes& part : parts) {
-    auto length = static_cast<uint32_t>(part.size());
-    append(out, &length, 4);
-  }
-  for (const Bytes& part : parts) append(out, part.data(), part.size());
-  return out;
-}
-
-// Part `index` of a pack_parts of `count` parts.
-Bytes unpack_part(std::span<const std::byte> packed, size_t count, size_t index) {
-  if (packed.size() < 4 * count) throw RmaError("rma: malformed collective message");
-  size_t offset = 4 * count, length = 0;
-  for (size_t i = 0; i <= index; ++i) {
-    offset += length;
-    uint32_t each;
-    std::memcpy(&each, packed.data() + 4 * i, 4);
-    length = each;
-  }
-  if (offset > packed.size() || length > packed.size() - offset) throw RmaError("rma: malformed collective message");
-  return Bytes(packed.begin() + offset, packed.begin() + offset + length);
+std::vector<Bytes> unpack_list(const Bytes& packed) {
+  std::vector<Bytes> items;
+  for (auto item : list_items(packed)) items.emplace_back(item.begin(), item.end());
+  return items;
 }
 }  // namespace
 
@@ -397,11 +378,13 @@ std::vector<Bytes> Communicator::alltoall(const std::vector<Bytes>& items, const
   if (shared_exchange_) {
     // Every rank waits for every other anyway: all parts through the cells, one barrier.
     CallName named = call ? call : [] { return std::string("comm.alltoall"); };
-    auto all = shared_exchange_->exchange(pack_parts(items), [&] { pass_shared_barrier(named, "alltoall"); });
+    auto all = shared_exchange_->exchange(pack_list(items), [&] { pass_shared_barrier(named, "alltoall"); });
     if (SharedExchange::all_fit(all)) {
       std::vector<Bytes> result(p);
       for (int source = 0; source < p; ++source) {
-        result[source] = unpack_part({all[source].data, all[source].size}, p, rank_);
+        auto theirs = list_items({all[source].data, all[source].size});
+        if (theirs.size() != static_cast<size_t>(p)) throw RmaError("rma: malformed collective message");
+        result[source].assign(theirs[rank_].begin(), theirs[rank_].end());
       }
       return result;
     }
