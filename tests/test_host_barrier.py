@@ -32,15 +32,20 @@ def test_a_barrier_meets_in_shared_memory_unless_libfabric_carries_everything(co
 
 
 @pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
-@pytest.mark.rma(nprocs=[2, 3], timeout=120)
+@pytest.mark.rma(nprocs=[2, 3, 4], timeout=120)
 def test_communicators_made_and_dropped_give_their_slots_back(comm):
     # Three times as many as a board holds, each dropped before the next: every one still gets
-    # a slot, and every window's own communicator too.
+    # a slot, a pair of ranks' too (its slot has words the pair never moved), and every
+    # window's own communicator.
     for _ in range(3 * SLOTS):
         other = comm.dup()
         assert other._core.barrier_in_shared_memory
         other.barrier()
         del other
+        pair = comm.split(0 if comm.rank < 2 else 1)
+        assert pair._core.barrier_in_shared_memory is (pair.size > 1)
+        pair.barrier()
+        del pair
     for _ in range(SLOTS + 8):
         win = rma.Window.allocate(comm, 1, "int64")
         win.free()
@@ -51,8 +56,9 @@ def test_communicators_made_and_dropped_give_their_slots_back(comm):
 @pytest.mark.rma(nprocs=[3, 4], timeout=60)
 def test_a_slot_passed_between_communicators_of_other_sizes_still_meets(comm):
     # A slot that a pair of ranks used for a few rounds comes back to the whole group next:
-    # every member must start that communicator from the same round, or the first barrier never
-    # passes (and the cells of its collectives would be of different rounds).
+    # every member must start that communicator from the same round, or the first barrier lets
+    # the others through before the pair's ranks come (or never passes), and the cells of its
+    # collectives are of different rounds.
     for rounds in range(1, 6):
         pair = comm.split(0 if comm.rank < 2 else 1)
         assert pair._core.barrier_in_shared_memory is (pair.size > 1)
@@ -61,7 +67,14 @@ def test_a_slot_passed_between_communicators_of_other_sizes_still_meets(comm):
         assert pair.allgather(comm.rank) == ([0, 1] if comm.rank < 2 else list(range(2, comm.size)))
         del pair
         group = comm.dup()
-        for _ in range(rounds + 1):
+        # Rank 0, whose word in the slot the pair moved on, comes late: nobody may pass before.
+        if group.rank == 0:
+            time.sleep(0.2)
+        began = time.perf_counter()
+        group.barrier()
+        waited = time.perf_counter() - began
+        assert group.rank == 0 or waited > 0.15, f"rank {group.rank} passed the barrier before rank 0 came"
+        for _ in range(rounds):
             group.barrier()
         assert group.alltoall([(comm.rank, r) for r in range(comm.size)]) == [(r, comm.rank) for r in range(comm.size)]
         del group
@@ -175,6 +188,47 @@ def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
     assert out.returncode == 0, out.stderr
     waited = [line for line in out.stdout.splitlines() if line.startswith("[0] waited")]
     assert waited and float(waited[0].split()[-1]) >= 1.8, out.stdout
+
+
+@pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")
+def test_a_slot_left_with_a_round_unfinished_is_not_handed_out_again():
+    # Rank 1 arrives in a barrier of `left` and gives up (Ctrl-C); rank 0 drops `left` without
+    # coming. Rank 1 may still come back to that barrier, writing its word in the slot: a new
+    # communicator there would count it. So that slot stays out of use, and the others come back.
+    code = f"""
+        import gc, os, signal, threading, rma
+        comm = rma.init()
+        left = comm.dup()
+        slot = left._core.barrier_slot
+        if comm.rank == 1:
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            try:
+                left.barrier()
+            except KeyboardInterrupt:
+                pass
+        comm.barrier()
+        if comm.rank == 0:
+            del left
+            gc.collect()
+        comm.barrier()
+        done = comm.dup()
+        done_slot = done._core.barrier_slot
+        del done
+        gc.collect()
+        later = [comm.dup() for _ in range({SLOTS})]
+        slots = [c._core.barrier_slot for c in later]
+        if comm.rank == 0:
+            print("left", slot, "done", done_slot, "later", slots)
+    """
+    out = rmarun(2, code)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("[0] left"))
+    words = line.split()
+    left, done = int(words[2]), int(words[4])
+    later = [int(s.strip("[],")) for s in words[6:]]
+    assert left > 0 and left not in later, line
+    # A slot whose rounds all finished comes back (the one just dropped, the first free again).
+    assert done in later, line
 
 
 def test_a_rank_that_ends_holding_communicators_leaves_nothing_in_dev_shm():

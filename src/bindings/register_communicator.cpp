@@ -46,6 +46,8 @@ void register_communicator(py::module_& m) {
       .def("on_one_host", &Communicator::on_one_host, "Whether every member runs on one host.")
       .def_property_readonly("barrier_in_shared_memory", &Communicator::barrier_in_shared_memory,
                              "Whether barrier() meets in shared memory (else through messages).")
+      .def_property_readonly("barrier_slot", &Communicator::barrier_slot,
+                             "The slot of rank 0's barrier board barrier() meets in (-1: through messages).")
       .def_property_readonly("host_ranks", &Communicator::host_ranks,
                              "The ranks of the members on this rank's host, ascending (this rank among them).")
       .def(

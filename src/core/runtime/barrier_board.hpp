@@ -37,25 +37,27 @@ class BarrierBoard {
       : mapping_(std::move(mapping)), memory_(memory), ranks_(ranks), bell_(bell) {}
 
   Bell& bell() noexcept { return *bell_; }
-  BarrierRound& round(int slot) noexcept { return *reinterpret_cast<BarrierRound*>(at(slot)); }
-  // The members' words of the slot's barrier, by rank in its communicator.
-  std::atomic<uint32_t>* arrived_for(int slot) noexcept {
-    return reinterpret_cast<std::atomic<uint32_t>*>(at(slot) + kRoundBytes);
+  // The barrier word of the slot's member `rank` (a cache line of its own).
+  std::atomic<uint32_t>* word(int slot, int rank) const noexcept {
+    return reinterpret_cast<std::atomic<uint32_t>*>(at(slot) + static_cast<size_t>(rank) * kWordBytes);
   }
   // The two cells of the slot's member `rank` (2 * kCellBytes, 64-byte aligned).
   std::byte* cells(int slot, int rank) noexcept {
-    return at(slot) + kRoundBytes + words_bytes(ranks_) + static_cast<size_t>(rank) * 2 * kCellBytes;
+    return at(slot) + words_bytes(ranks_) + static_cast<size_t>(rank) * 2 * kCellBytes;
   }
 
   // On the owner's own board: a free slot, or -1 when every slot is taken (that communicator
-  // then meets through messages).
+  // then meets through messages). Its words all hold the same number, as a barrier needs.
   int offer();
-  // Gives a slot back once its communicator is gone; a slot whose round was left unfinished
-  // (a rank stopped inside a barrier) is never handed out again.
-  void release(int slot);
+  // Gives a slot back once its communicator of `members` ranks is gone; a slot whose round was
+  // left unfinished (a rank stopped inside a barrier: the members' words differ) is never
+  // handed out again.
+  void release(int slot, int members);
+  // Gives back a slot offered for a communicator that did not use it.
+  void give_back(int slot);
 
  private:
-  static constexpr size_t kRoundBytes = 64;  // the round on a cache line of its own
+  static constexpr size_t kWordBytes = 64;
   std::byte* at(int slot) const noexcept { return memory_ + static_cast<size_t>(slot) * stride(ranks_); }
   static size_t stride(int ranks);
   static size_t words_bytes(int ranks);

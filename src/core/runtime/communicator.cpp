@@ -97,19 +97,18 @@ Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, s
     // (A member whose board this rank cannot map is one whose inbox it cannot open either: a
     // host's ranks map each other's inboxes or none, so the members agree on this.)
     member_boards_.clear();
-    if (rank_ == 0 && barrier_board_) barrier_board_->release(barrier_slot_);
+    if (rank_ == 0 && barrier_board_) barrier_board_->give_back(barrier_slot_);
     barrier_board_ = nullptr;
     barrier_slot_ = -1;
     return;
   }
-  std::vector<std::atomic<uint32_t>*> arrived_for;
+  std::vector<std::atomic<uint32_t>*> words;
   std::vector<Bell*> bells;
   for (int i = 0; i < size(); ++i) {
-    arrived_for.push_back(barrier_board_->arrived_for(barrier_slot_) + i);
+    words.push_back(barrier_board_->word(barrier_slot_, i));
     bells.push_back(&member_boards_[i]->bell());
   }
-  shared_barrier_ = std::make_unique<SharedBarrier>(&barrier_board_->round(barrier_slot_), std::move(arrived_for),
-                                                    std::move(bells), rank_);
+  shared_barrier_ = std::make_unique<SharedBarrier>(std::move(words), std::move(bells), rank_);
   std::vector<std::byte*> cells;
   for (int i = 0; i < size(); ++i) cells.push_back(barrier_board_->cells(barrier_slot_, i));
   shared_exchange_ = std::make_unique<SharedExchange>(*shared_barrier_, std::move(cells), rank_);
@@ -118,7 +117,7 @@ Communicator::Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, s
 Communicator::~Communicator() {
   // The world's slot stays the world's; another goes back to its owner, rank 0.
   if (rank_ == 0 && barrier_board_ && barrier_slot_ != BarrierBoard::kWorldSlot && runtime_->active()) {
-    barrier_board_->release(barrier_slot_);
+    barrier_board_->release(barrier_slot_, size());
   }
 }
 
@@ -545,7 +544,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Call
   std::shared_ptr<BarrierBoard> board = runtime_->transport().barrier_board(runtime_->rank());
   Entry mine{color, key, runtime_->next_context(), board ? board->offer() : -1};
   auto give_back = [&] {
-    if (board) board->release(mine.barrier_slot);
+    if (board) board->give_back(mine.barrier_slot);
   };
   std::vector<Bytes> all;
   try {

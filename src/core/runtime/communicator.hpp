@@ -91,6 +91,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const std::vector<int>& host_ranks() const noexcept { return host_ranks_; }
   // Whether barrier() meets in shared memory (else through messages).
   bool barrier_in_shared_memory() const noexcept { return shared_barrier_ != nullptr; }
+  // The slot of rank 0's barrier board it meets in (-1: it meets through messages).
+  int barrier_slot() const noexcept { return barrier_slot_; }
 
   // Returns once the message is on its way (it does not wait for the matching recv).
   void send(std::span<const std::byte> data, int dest, int tag);

@@ -14,62 +14,67 @@ inline void cpu_relax() {
 }
 }  // namespace
 
-SharedBarrier::SharedBarrier(BarrierRound* round, std::vector<std::atomic<uint32_t>*> arrived_for,
-                             std::vector<Bell*> bells, int rank)
-    : round_(round), arrived_for_(std::move(arrived_for)), bells_(std::move(bells)), rank_(rank) {}
+SharedBarrier::SharedBarrier(std::vector<std::atomic<uint32_t>*> words, std::vector<Bell*> bells, int rank)
+    : words_(std::move(words)),
+      bells_(std::move(bells)),
+      rank_(rank),
+      round_(words_[rank_]->load(std::memory_order_acquire)) {}
 
 uint32_t SharedBarrier::arrive() {
-  uint32_t generation = round_->generation.load(std::memory_order_acquire);
-  // A wait interrupted after arriving leaves this rank counted in the round: a second arrival
-  // would let the round pass one rank short.
-  std::atomic<uint32_t>& mine = *arrived_for_[rank_];
-  if (mine.load(std::memory_order_relaxed) == generation + 1) return generation;
-  mine.store(generation + 1, std::memory_order_relaxed);
-  if (round_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
-    // The last to arrive opens the next round and lets everyone go.
-    round_->arrived.store(0, std::memory_order_relaxed);
-    round_->generation.fetch_add(1, std::memory_order_seq_cst);
+  if (waiting_) return round_;
+  ++round_;
+  waiting_ = true;
+  // Sequentially consistent, as the others' arrivals are: of two ranks arriving at once, at
+  // least one sees the other's word, so the round's last arrival always sees it complete and
+  // rings the sleepers.
+  words_[rank_]->store(round_, std::memory_order_seq_cst);
+  if (passed(round_)) {
     for (int rank = 0; rank < size(); ++rank) {
       if (rank != rank_) bells_[rank]->ring();
     }
   }
-  return generation;
+  return round_;
 }
 
-bool SharedBarrier::passed(uint32_t generation) const {
-  return round_->generation.load(std::memory_order_acquire) != generation;
+bool SharedBarrier::passed(uint32_t round) const {
+  for (auto* word : words_) {
+    if (!reached(word->load(std::memory_order_acquire), round)) return false;
+  }
+  return true;
 }
 
-std::vector<int> SharedBarrier::missing(uint32_t generation) const {
-  // While this rank waits at `generation`, nobody can be a round ahead: a rank that did not
-  // store generation + 1 has not arrived.
+std::vector<int> SharedBarrier::missing(uint32_t round) const {
   std::vector<int> ranks;
   for (int rank = 0; rank < size(); ++rank) {
-    if (arrived_for_[rank]->load(std::memory_order_relaxed) != generation + 1) ranks.push_back(rank);
+    if (!reached(words_[rank]->load(std::memory_order_relaxed), round)) ranks.push_back(rank);
   }
   return ranks;
 }
 
 void SharedBarrier::pass(Transport& transport, const Deadline& deadline, std::span<const int> watch,
                          const std::function<std::string(const std::vector<int>& missing)>& what) {
-  uint32_t generation = arrive();
+  uint32_t round = arrive();
+  auto done = [&] {
+    if (!passed(round)) return false;
+    waiting_ = false;
+    return true;
+  };
   if (size() > usable_cpus()) {
     // More ranks than cores: the ranks still missing may be waiting for this core. Spinning
     // would only keep them out (a round then costs a time slice); give the core away at once.
     for (int turn = 0; turn < kYields; ++turn) {
-      if (passed(generation)) return;
+      if (done()) return;
       sched_yield();
     }
   } else {
     // A core each: the others are usually there within a microsecond or two; look a few
     // times before setting up a wait.
     for (int look = 0; look < 64; ++look) {
-      if (passed(generation)) return;
+      if (done()) return;
       cpu_relax();
     }
   }
-  transport.wait_until([&] { return passed(generation); }, deadline, watch, [&] { return what(missing(generation)); },
-                       bells_[rank_]);
+  transport.wait_until(done, deadline, watch, [&] { return what(missing(round)); }, bells_[rank_]);
 }
 
 }  // namespace rma

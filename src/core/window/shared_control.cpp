@@ -55,13 +55,13 @@ std::optional<SharedBarrier> SharedControl::make_fence() const {
   for (const auto& block : blocks_) {
     if (!block) return std::nullopt;  // a rank on another host
   }
-  std::vector<std::atomic<uint32_t>*> arrived_for;
+  std::vector<std::atomic<uint32_t>*> words;
   std::vector<Bell*> bells;
   for (int rank = 0; rank < size(); ++rank) {
-    arrived_for.push_back(&header(rank).fence_arrived_for);
+    words.push_back(&header(rank).fence_word);
     bells.push_back(&header(rank).bell);
   }
-  return SharedBarrier(&header(0).fence, std::move(arrived_for), std::move(bells), rank_);
+  return SharedBarrier(std::move(words), std::move(bells), rank_);
 }
 
 void SharedControl::notify(std::atomic<uint64_t>* (SharedControl::*counters)(int), int receiver) {

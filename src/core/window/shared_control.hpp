@@ -79,16 +79,15 @@ class SharedControl {
     spin.store(0, std::memory_order_release);
   }
 
-  // The fence barrier among every rank: its round at rank 0's block, each rank's word and bell
-  // at its own. Only when every rank's block is mapped here.
+  // The fence barrier among every rank: each rank's word and bell at its own block. Only when
+  // every rank's block is mapped here.
   SharedBarrier& fence() noexcept { return *fence_; }
 
  private:
   struct alignas(64) Header {
     Bell bell;
-    alignas(64) BarrierRound fence;  // used at rank 0's block only
-    // At this rank's own block: 1 + the fence generation it last arrived for (0: none yet).
-    alignas(64) std::atomic<uint32_t> fence_arrived_for;
+    // The last fence round this rank arrived for (0: none yet).
+    alignas(64) std::atomic<uint32_t> fence_word;
     alignas(64) std::atomic<uint32_t> queue_spin;
     alignas(64) std::atomic<uint32_t> accumulate_spin;
   };
