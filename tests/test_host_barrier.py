@@ -161,8 +161,11 @@ def rmarun(size, code):
 @pytest.mark.parametrize("size", [2, 3])
 def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
     # Rank 0 arrives, is interrupted, and comes back to the same barrier: it must still wait
-    # for the last rank, which comes 2 s later, and then be in step with the others (counted
-    # twice, it would let a round pass without it, or wait for one the others have not begun).
+    # for rank 1, which comes 2 s later, and then be in step with the others (counted twice, it
+    # would let a round pass without it, or wait for one the others have not begun). In shared
+    # memory and, in the libfabric pass, through messages, where at 3 ranks rank 0 is
+    # interrupted in the second round (it hears from rank 2 in the first, from rank 1 in the
+    # second): the first must not be done again.
     code = """
         import os, signal, threading, time, rma
         comm = rma.init()
@@ -175,19 +178,28 @@ def test_a_rank_interrupted_in_a_barrier_counts_once_when_it_comes_back(size):
             except KeyboardInterrupt:
                 comm.barrier()
             print("waited", round(time.monotonic() - began, 1))
-        elif comm.rank == comm.size - 1:
+        elif comm.rank == 1:
             time.sleep(2.0)
             comm.barrier()
         else:
             comm.barrier()
         # In step: the cells of the next collective are those of the same round on every rank.
         assert comm.allgather(("after", comm.rank)) == [("after", r) for r in range(comm.size)]
+        # And nobody passes the next barrier early (through messages, a round signalled twice
+        # would let a rank through without rank 0).
+        if comm.rank == 0:
+            time.sleep(1.0)
+        began = time.monotonic()
         comm.barrier()
+        if comm.rank != 0:
+            print("next", round(time.monotonic() - began, 1))
     """
     out = rmarun(size, code)
     assert out.returncode == 0, out.stderr
     waited = [line for line in out.stdout.splitlines() if line.startswith("[0] waited")]
     assert waited and float(waited[0].split()[-1]) >= 1.8, out.stdout
+    nexts = [float(line.split()[-1]) for line in out.stdout.splitlines() if " next " in line]
+    assert len(nexts) == size - 1 and min(nexts) >= 0.8, out.stdout
 
 
 @pytest.mark.skipif(LIBFABRIC, reason="through libfabric every barrier is messages")

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "errors.hpp"
 #include "runtime/peer_read_allreduce.hpp"
@@ -286,12 +287,18 @@ void Communicator::barrier(const CallName& call) {
     pass_shared_barrier(call, "barrier");
     return;
   }
-  // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k.
+  // Dissemination: in round k every rank signals rank + 2^k and hears from rank - 2^k. A
+  // barrier interrupted in round k resumes there: its earlier rounds are done, and its signal
+  // of round k was sent (sent twice, it would let that rank through its next barrier early).
   int p = size();
+  int32_t resume = std::exchange(interrupted_barrier_round_, -1);
   int32_t round = 0;
   for (int distance = 1; distance < p; distance *= 2, ++round) {
-    post((rank_ + distance) % p, kBarrierTag - round, {});
+    if (round < resume) continue;
+    if (round != resume) post((rank_ + distance) % p, kBarrierTag - round, {});
+    interrupted_barrier_round_ = round;
     wait_for((rank_ - distance + p) % p, kBarrierTag - round, "barrier", call);
+    interrupted_barrier_round_ = -1;
   }
 }
 

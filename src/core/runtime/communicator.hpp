@@ -178,6 +178,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<std::shared_ptr<BarrierBoard>> member_boards_;  // mapped while their bells are used
   std::unique_ptr<SharedBarrier> shared_barrier_;
   std::unique_ptr<SharedExchange> shared_exchange_;  // with shared_barrier_
+  // The round a barrier through messages was waiting in when it was interrupted (-1: none): the
+  // next barrier resumes there, as the shared barrier does.
+  int32_t interrupted_barrier_round_ = -1;
 };
 
 }  // namespace rma
