@@ -43,10 +43,12 @@ def watch(read_end: int, on_cut: Callable[[], None], name: str) -> None:
     threading.Thread(target=wait, name=name, daemon=True).start()
 
 
-def is_cut(read_end: int) -> bool:
-    """Return True if the controller's end is closed (in a worker; never blocks)."""
+def is_cut(read_end: int, within: float = 0.0) -> bool:
+    """Return True if the controller's end is closed, or closes within `within` seconds (in a
+    worker). A controller that dies closes its descriptors one after another: a worker that
+    saw another of them close first gives the lifeline a moment."""
     try:
-        readable, _, _ = select.select([read_end], [], [], 0)
+        readable, _, _ = select.select([read_end], [], [], within)
         return bool(readable)
     except (OSError, ValueError):
         return True

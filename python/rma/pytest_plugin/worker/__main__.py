@@ -27,17 +27,30 @@ def main() -> int:
     stacks = open(prefix + ".stacks", "w")
     capture = Capture(prefix)
     watch(lifeline, lambda: _leave_with_plugin(prefix), name="rma-test-lifeline")
+    # A worker that fails or ends because the plugin vanished (rma.PeerError when the store
+    # goes, a start that could not join, a closed channel) must still clean up, or its files
+    # outlive the session: the lifeline's thread would, but ending first ends it too.
     try:
-        return _serve(channel, stacks, capture)
+        status = _serve(channel, stacks, capture, lifeline, prefix)
     except BaseException:
-        # A worker that fails because the plugin vanished (rma.PeerError when the store
-        # goes) must still clean up, or its files outlive the session.
-        if is_cut(lifeline):
-            _leave_with_plugin(prefix)
+        _leave_if_plugin_gone(lifeline, prefix)
         raise
+    if status != 0:
+        _leave_if_plugin_gone(lifeline, prefix)
+    return status
 
 
-def _serve(channel: Channel, stacks, capture: Capture) -> int:
+# Seconds a worker that lost the plugin's channel or store waits to see the lifeline cut too
+# (a plugin that dies closes its descriptors one after another).
+_LIFELINE_GRACE = 2.0
+
+
+def _leave_if_plugin_gone(lifeline: int, prefix: str) -> None:
+    if is_cut(lifeline, within=_LIFELINE_GRACE):
+        _leave_with_plugin(prefix)
+
+
+def _serve(channel: Channel, stacks, capture: Capture, lifeline: int, prefix: str) -> int:
     # The plugin sends SIGUSR1 to learn where a hung test stands; faulthandler
     # answers from the signal handler itself, even while the main thread is blocked
     # in C++ code.
@@ -61,8 +74,10 @@ def _serve(channel: Channel, stacks, capture: Capture) -> int:
         if cmd is None:
             # The plugin closed the channel without "exit": it is going away, and
             # the other ranks may be gone already, so skip the collective
-            # rma.finalize() that a normal exit would attempt.
+            # rma.finalize() that a normal exit would attempt (a killed plugin removes
+            # nothing: this worker's files go with it).
             Capture.flush()
+            _leave_if_plugin_gone(lifeline, prefix)
             os._exit(0)
         if cmd["op"] == "exit":
             rma.finalize()
