@@ -17,12 +17,22 @@ import numpy as np
 
 from .access import Access, describe
 
-__all__ = ["OriginWatch", "digest"]
+__all__ = ["OriginWatch", "digest", "take_entry"]
 
 
 def digest(array: np.ndarray) -> int:
     """A digest of an array's bytes (results.py watches result arrays with it too)."""
     return zlib.crc32(array.data if array.flags.c_contiguous else array.tobytes())
+
+
+def take_entry(watched: dict[int, list], target: int, entry: object) -> bool:
+    """Take one request's entry out of a watch's lists by target; return whether it was still
+    there (a flush or unlock may have completed it first). results.py shares it."""
+    entries = watched.get(target, [])
+    if not any(item is entry for item in entries):
+        return False
+    entries[:] = [item for item in entries if item is not entry]
+    return True
 
 
 class OriginWatch:
@@ -50,11 +60,7 @@ class OriginWatch:
 
     def request_completed(self, target: int, entry: tuple[np.ndarray, int, Access]) -> str | None:
         """One request-based call completed (its wait or test)."""
-        watched = self._watched.get(target, [])
-        if any(item is entry for item in watched):
-            watched[:] = [item for item in watched if item is not entry]
-            return _changed(entry)
-        return None
+        return _changed(entry) if take_entry(self._watched, target, entry) else None
 
 
 def _changed(entry: tuple[np.ndarray, int, Access]) -> str | None:

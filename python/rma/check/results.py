@@ -18,7 +18,7 @@ import numpy as np
 
 from .access import Access, describe
 from .local import WatchedArray
-from .origins import digest
+from .origins import digest, take_entry
 
 __all__ = ["ResultWatch"]
 
@@ -65,11 +65,7 @@ class ResultWatch:
 
     def request_completed(self, target: int, entry: Entry) -> str | None:
         """One request-based call completed (its wait or test)."""
-        watched = self._watched.get(target, [])
-        if not any(item is entry for item in watched):
-            return None
-        watched[:] = [item for item in watched if item is not entry]
-        return _fill([entry])
+        return _fill([entry]) if take_entry(self._watched, target, entry) else None
 
 
 def _fill(entries: list[Entry]) -> str | None:

@@ -21,15 +21,8 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // Counted while it polls the network itself: the progress engine leaves the network to it
   // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine, unless
   // its done() polls for itself (polls_itself; see polling_callers()).
-  struct Counted {
-    std::atomic<int>* count;
-    explicit Counted(std::atomic<int>* c) : count(c) {
-      if (count) ++*count;
-    }
-    ~Counted() {
-      if (count) --*count;
-    }
-  } counted(bell == nullptr ? &waiting_callers_ : nullptr);
+  std::optional<Counting> counted;
+  if (bell == nullptr) counted.emplace(waiting_callers_);
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
   // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is

@@ -122,18 +122,25 @@ class Transport {
   // them meanwhile, rather than taking some first and spinning after them (on a host with as
   // many busy threads as cores, that spinning took the CPU the ranks needed).
   int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
-  // While one lives, its thread counts in polling_callers().
-  class Polling {
+
+ private:
+  // While one lives, its thread counts in `count` (waiting_callers_, polling_callers_).
+  class Counting {
    public:
-    explicit Polling(Transport& transport) : count_(transport.polling_callers_) {
-      count_.fetch_add(1, std::memory_order_relaxed);
-    }
-    ~Polling() { count_.fetch_sub(1, std::memory_order_relaxed); }
-    Polling(const Polling&) = delete;
-    Polling& operator=(const Polling&) = delete;
+    explicit Counting(std::atomic<int>& count) : count_(count) { count_.fetch_add(1, std::memory_order_relaxed); }
+    ~Counting() { count_.fetch_sub(1, std::memory_order_relaxed); }
+    Counting(const Counting&) = delete;
+    Counting& operator=(const Counting&) = delete;
 
    private:
     std::atomic<int>& count_;
+  };
+
+ public:
+  // While one lives, its thread counts in polling_callers().
+  class Polling : Counting {
+   public:
+    explicit Polling(Transport& transport) : Counting(transport.polling_callers_) {}
   };
   // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
