@@ -24,6 +24,7 @@ struct RequestObject {
   PyObject* result;  // what wait() returns: the result array, or None
   int rank;
   bool done;
+  uint64_t serial;  // RMA_CHECK's serial of its call (0: not checked)
 };
 
 WindowObject* window_of(PyObject* window) { return reinterpret_cast<WindowObject*>(window); }
@@ -90,7 +91,8 @@ PyTypeObject* epoch_type() {
 
 PyObject* request_test(PyObject* self, PyObject*) {
   auto* request = reinterpret_cast<RequestObject*>(self);
-  if (!request->done && !window_calls::request_test(window_of(request->window), request->rank, request->done)) {
+  if (!request->done &&
+      !window_calls::request_test(window_of(request->window), request->rank, request->serial, request->done)) {
     return nullptr;
   }
   return PyBool_FromLong(request->done);
@@ -99,7 +101,7 @@ PyObject* request_test(PyObject* self, PyObject*) {
 PyObject* request_wait(PyObject* self, PyObject*) {
   auto* request = reinterpret_cast<RequestObject*>(self);
   if (!request->done) {
-    if (!window_calls::request_wait(window_of(request->window), request->rank)) return nullptr;
+    if (!window_calls::request_wait(window_of(request->window), request->rank, request->serial)) return nullptr;
     request->done = true;
   }
   Py_INCREF(request->result);
@@ -145,7 +147,7 @@ PyObject* new_epoch(PyObject* window, EpochKind kind, int rank) {
   return reinterpret_cast<PyObject*>(epoch);
 }
 
-PyObject* new_request(PyObject* window, int rank, PyObject* result) {
+PyObject* new_request(PyObject* window, int rank, PyObject* result, uint64_t serial) {
   auto* request = PyObject_New(RequestObject, request_type());
   if (request == nullptr) return nullptr;
   Py_INCREF(window);
@@ -153,6 +155,7 @@ PyObject* new_request(PyObject* window, int rank, PyObject* result) {
   request->window = window;
   request->result = result;
   request->rank = rank;
+  request->serial = serial;
   request->done = rank == rma::kProcNull;  // moves nothing
   return reinterpret_cast<PyObject*>(request);
 }

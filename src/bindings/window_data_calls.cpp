@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "constants.hpp"
@@ -152,41 +153,96 @@ void keep(WindowObject* self, int rank, const Operand* origin, const Result* res
   }
 }
 
+// ---- RMA_CHECK (check_state.hpp): the access of a call that returned ----
+
+using rma::check::AccessKind;
+
+CheckState* checking(WindowObject* self, int rank) {
+  return rank == rma::kProcNull ? nullptr : state_of(self).check.get();
+}
+
+// A result the checker watches is filled through a private buffer.
+void stage(WindowObject* self, int rank, Result& result) {
+  if (CheckState* check = checking(self, rank)) {
+    if (std::byte* staged = check->stage(result.operand, result.given))
+      result.operand.data = reinterpret_cast<char*>(staged);
+  }
+}
+
+// An accumulate's element type as messages name it (NumPy's name of its dtype).
+const std::string& dtype_name(PyObject* dtype) {
+  static auto* names = new std::map<PyObject*, std::string>();  // (each dtype kept: its address stays its own)
+  auto found = names->find(dtype);
+  if (found != names->end()) return found->second;
+  Py_INCREF(dtype);
+  return names->emplace(dtype, py::str(dtype).cast<std::string>()).first->second;
+}
+
+// Records the call; returns its serial (0 when the window is not checked).
+uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind, std::string_view op, PyObject* dtype,
+                 const rma::Region& region, PyObject* origin, PyObject* result) {
+  CheckState* check = checking(self, rank);
+  if (check == nullptr) return 0;
+  std::string_view element = dtype != nullptr ? std::string_view(dtype_name(dtype)) : std::string_view();
+  return check->record(rank, std::string("win.") + call, kind, op, element, region,
+                       origin != nullptr && arguments::is_array(origin) ? origin : nullptr, result);
+}
+
+AccessKind accumulate_kind(rma::ReduceOp op, bool fetches) {
+  return fetches && op == rma::ReduceOp::NoOp ? AccessKind::AtomicRead : AccessKind::Update;
+}
+
 // ---- the communication calls (slots: the parameters in signature order) ----
 
-void put_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
+// Each body returns the call's RMA_CHECK serial (0 when not checked).
+uint64_t put_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
   check_target(self, slot[3], call);
   const TargetLayout& layout = layout_of(self, rank);
   std::array<std::byte, 16> scalar;
   Operand data = origin_of(self, slot[0], layout, layout.dtype.ptr(), !given(slot[3]), scalar, call, "origin");
   rma::Window& core = core_of(self);
+  auto record = [&](const rma::Region& region) {
+    return checked(self, rank, call, AccessKind::Write, "", nullptr, region, slot[0], nullptr);
+  };
   if (!given(slot[3]) && rank != rma::kProcNull) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
-    if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) return;
+    if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) {
+      return record(
+          rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(std::max<uint64_t>(data.itemsize, 1))));
+    }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
   released([&] { core.put(rank, data.data, region, call); });
   keep(self, rank, &data, nullptr);
+  return record(region);
 }
 
-void get_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
+uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
   check_target(self, slot[3], call);
   Result result = result_of(slot[0], layout_of(self, rank), !given(slot[3]), call);
+  stage(self, rank, result);
   Operand& out = result.operand;
   rma::Window& core = core_of(self);
+  auto record = [&](const rma::Region& region) {
+    return checked(self, rank, call, AccessKind::Read, "", nullptr, region, nullptr, result.given);
+  };
   if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
-    if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) return;
+    if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) {
+      return record(
+          rma::Region::contiguous(offset, out.bytes, static_cast<uint32_t>(std::max<uint64_t>(out.itemsize, 1))));
+    }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
   released([&] { core.get(rank, out.data, region, call); });
   keep(self, rank, nullptr, &result);
+  return record(region);
 }
 
 // accumulate: slots (origin, rank, disp, op, target); get_accumulate and fetch_and_op: (origin,
 // result, rank, disp, op[, target]).
-void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot, int rank, PyObject* disp,
-                     PyObject* op_slot, PyObject* target, bool one_element, const char* call) {
+uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot, int rank, PyObject* disp,
+                         PyObject* op_slot, PyObject* target, bool one_element, const char* call) {
   check_target(self, target, call);
   const TargetLayout& layout = layout_of(self, rank);
   rma::ReduceOp op = op_of(op_slot, call);
@@ -204,13 +260,20 @@ void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot
                           " elements, result " + std::to_string(result->operand.elements));
   }
   check_op(op, data, call);
+  if (result) stage(self, rank, *result);
   rma::Window& core = core_of(self);
   char* into = result ? result->operand.data : nullptr;
+  auto record = [&](const rma::Region& region) {
+    return checked(self, rank, call, accumulate_kind(op, result.has_value()),
+                   rma::kReduceOpNames[static_cast<size_t>(op)], data.dtype, region, origin,
+                   result ? result->given : nullptr);
+  };
   if (!given(target) && rank != rma::kProcNull && !(result && result->stand_in())) {
     uint64_t offset = offset_of(self, rank, disp, call);
     if (quick(data.bytes,
               [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
-      return;
+      return record(
+          rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(std::max<uint64_t>(data.itemsize, 1))));
     }
   }
   rma::Region region = region_of(self, rank, disp, target, data, call);
@@ -222,9 +285,10 @@ void accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_slot
     }
   });
   keep(self, rank, &data, result ? &*result : nullptr);
+  return record(region);
 }
 
-void compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
+uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
   const TargetLayout& layout = layout_of(self, rank);
   Result result = result_of(slot[2], layout, true, call);
   single(result.operand, call, "result");
@@ -237,16 +301,21 @@ void compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const 
   Operand compare = origin_of(self, slot[1], layout, result.operand.dtype, false, scalars[1], call, "compare");
   single(data, call, "origin");
   single(compare, call, "compare");
+  stage(self, rank, result);
   rma::Window& core = core_of(self);
   uint64_t offset = offset_of(self, rank, slot[4], call);
+  rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
+  auto record = [&] {
+    return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, region, slot[0], result.given);
+  };
   if (rank != rma::kProcNull && !result.stand_in() &&
       core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {
-    return;
+    return record();
   }
-  rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
   released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });
   keep(self, rank, &data, &result);
   if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);
+  return record();
 }
 
 constexpr Parameters kPut{"put", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
@@ -318,26 +387,26 @@ int passive_rank(WindowObject* self, PyObject* value, const char* call) {
 
 PyObject* rput(WindowObject* self, PyObject** slot) {
   int rank = passive_rank(self, slot[1], "rput");
-  put_body(self, slot, rank, "rput");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None);
+  uint64_t serial = put_body(self, slot, rank, "rput");
+  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None, serial);
 }
 
 PyObject* rget(WindowObject* self, PyObject** slot) {
   int rank = passive_rank(self, slot[1], "rget");
-  get_body(self, slot, rank, "rget");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[0]);
+  uint64_t serial = get_body(self, slot, rank, "rget");
+  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[0], serial);
 }
 
 PyObject* raccumulate(WindowObject* self, PyObject** slot) {
   int rank = passive_rank(self, slot[1], "raccumulate");
-  accumulate_body(self, slot[0], nullptr, rank, slot[2], slot[3], slot[4], false, "raccumulate");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None);
+  uint64_t serial = accumulate_body(self, slot[0], nullptr, rank, slot[2], slot[3], slot[4], false, "raccumulate");
+  return new_request(reinterpret_cast<PyObject*>(self), rank, Py_None, serial);
 }
 
 PyObject* rget_accumulate(WindowObject* self, PyObject** slot) {
   int rank = passive_rank(self, slot[2], "rget_accumulate");
-  accumulate_body(self, slot[0], slot[1], rank, slot[3], slot[4], slot[5], false, "rget_accumulate");
-  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[1]);
+  uint64_t serial = accumulate_body(self, slot[0], slot[1], rank, slot[3], slot[4], slot[5], false, "rget_accumulate");
+  return new_request(reinterpret_cast<PyObject*>(self), rank, slot[1], serial);
 }
 
 #define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}

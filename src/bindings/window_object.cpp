@@ -5,6 +5,7 @@
 #include "window_object.hpp"
 
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "constants.hpp"
+#include "runtime/communicator.hpp"
 #include "window_docs.hpp"
 #include "window_methods.hpp"
 
@@ -73,6 +75,7 @@ RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
 constexpr Parameters kWaitUntil{"wait_until", {"index", "cmp", "value", "timeout"}, 4, 3, 3};
 constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
+constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name"}, 3, 3, 3};
 constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
 
 // ---- synchronization ----
@@ -230,23 +233,47 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
 
 PyObject* unlock_all(WindowObject* self) { return window_calls::unlock_all(self) ? none() : nullptr; }
 
-PyObject* flush_rank(WindowObject* self, PyObject* value, const char* call) {
+// RMA_CHECK: after a flush of targets (local: a flush_local, which orders nothing at them).
+PyObject* checked_flush(WindowObject* self, std::span<const int> targets, bool local) {
+  if (CheckState* check = state_of(self).check.get()) check->flushed(targets, local);
+  return none();
+}
+
+PyObject* flush_rank(WindowObject* self, PyObject* value, const char* call, bool local) {
   check_open(self, call);
   int rank = rank_of(self, value, call, "rank", true);
   rma::Window& core = core_of(self);
-  if (rank != rma::kProcNull && !state_of(self).held.any(rank) && core.flush_direct(rank)) return none();
-  return synchronize(self, call, rank, [&] { core.flush(rank, call); }) ? none() : nullptr;
+  bool flushed = (rank != rma::kProcNull && !state_of(self).held.any(rank) && core.flush_direct(rank)) ||
+                 synchronize(self, call, rank, [&] { core.flush(rank, call); });
+  if (!flushed) return nullptr;
+  if (rank == rma::kProcNull) return none();
+  return checked_flush(self, std::span<const int>(&rank, 1), local);
 }
 
-PyObject* flush(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush"); }
-PyObject* flush_local(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush_local"); }
+PyObject* flush(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush", false); }
+PyObject* flush_local(WindowObject* self, PyObject** slot) { return flush_rank(self, slot[0], "flush_local", true); }
 
-PyObject* flush_every(WindowObject* self, const char* call) {
-  return synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(call); }) ? none() : nullptr;
+PyObject* flush_every(WindowObject* self, const char* call, bool local) {
+  if (!synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(call); })) return nullptr;
+  if (state_of(self).check == nullptr) return none();
+  std::vector<int> everyone(static_cast<size_t>(core_of(self).size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  return checked_flush(self, everyone, local);
 }
 
-PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all"); }
-PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_local_all"); }
+PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all", false); }
+PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_local_all", true); }
+
+// _check_start(comm, world, name): RMA_CHECK on for this window (rma.check.window.CheckedWindow).
+PyObject* check_start(WindowObject* self, PyObject** slot) {
+  auto comm = py::cast<std::shared_ptr<rma::Communicator>>(py::handle(slot[0]));
+  auto world = py::cast<std::vector<int>>(py::handle(slot[1]));
+  auto name = py::cast<std::string>(py::handle(slot[2]));
+  auto checker = std::make_shared<rma::check::WindowChecker>(check_support::process_clock(), std::move(comm),
+                                                             std::move(world), std::move(name));
+  state_of(self).check = std::make_shared<CheckState>(std::move(checker));
+  return py::cast(state_of(self).check).release().ptr();
+}
 
 PyObject* sync(WindowObject* self) {
   check_open(self, "sync");
@@ -408,6 +435,9 @@ const MethodSpec sync_methods[] = {
     RMA_METHOD(
         "_try_lock", kTryLock, try_lock,
         "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
+    RMA_METHOD(
+        "_check_start", kCheckStart, check_start,
+        "_check_start($self, /, comm, world, name)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
     RMA_METHOD0(_held_count, held_count,
                 "_held_count($self, /)\n--\n\nReturn how many buffers the window keeps for calls not yet complete."),
 };
@@ -519,17 +549,18 @@ bool unlock_all(WindowObject* self) {
   return synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); });
 }
 
-bool request_test(WindowObject* self, int rank, bool& done) {
+bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done) {
   return guarded([&]() -> PyObject* {
            bool idle = false;
            released([&] { idle = core_of(self).target_idle(rank, "Request.test"); });
            if (idle) state_of(self).held.finish(rank);
+           if (idle && state_of(self).check) state_of(self).check->request_completed(rank, serial);
            done = idle;
            return Py_None;
          }) != nullptr;
 }
 
-bool request_wait(WindowObject* self, int rank) {
+bool request_wait(WindowObject* self, int rank, uint64_t serial) {
   return guarded([&]() -> PyObject* {
            rma::Window& core = core_of(self);
            released([&] {
@@ -537,6 +568,7 @@ bool request_wait(WindowObject* self, int rank) {
                core.flush(rank, "Request.wait");
            });
            state_of(self).held.finish(rank);
+           if (state_of(self).check) state_of(self).check->request_completed(rank, serial);
            return Py_None;
          }) != nullptr;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arguments.hpp"
+#include "check_state.hpp"
 #include "keep_alive.hpp"
 #include "window/window.hpp"
 
@@ -23,6 +24,7 @@ struct WindowState {
   std::map<uintptr_t, pybind11::object> attached;  // a dynamic window's memory, by address
   bool no_locks;
   bool dynamic;
+  std::shared_ptr<CheckState> check = nullptr;  // under RMA_CHECK (rma.check.window.CheckedWindow)
 };
 
 struct WindowObject {
@@ -39,12 +41,13 @@ bool wait(WindowObject* self);
 bool unlock(WindowObject* self, int rank);
 bool unlock_all(WindowObject* self);
 // A request's completion: true once every call to rank has completed (finishing its buffers).
-bool request_test(WindowObject* self, int rank, bool& done);
-bool request_wait(WindowObject* self, int rank);
+// serial: the call's RMA_CHECK serial (0 when not checked), whose watches it completes.
+bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done);
+bool request_wait(WindowObject* self, int rank, uint64_t serial);
 }  // namespace window_calls
 
 // Epoch kinds of the context managers the opening calls return.
 enum class EpochKind { Fence, Post, Start, Lock, LockAll };
 PyObject* new_epoch(PyObject* window, EpochKind kind, int rank);
-PyObject* new_request(PyObject* window, int rank, PyObject* result);
+PyObject* new_request(PyObject* window, int rank, PyObject* result, uint64_t serial);
 void register_epoch_types(pybind11::module_& m);

@@ -5,11 +5,15 @@ With ``RMA_CHECK=1`` in the environment of the job, every window is an
 without it, rma uses its plain classes, so an unchecked job pays nothing. The pieces, one
 concept per file:
 
-- `clock.py`: the rank's vector clock, which says which calls happened before which;
-- `access.py`: what one RMA call touched, and the rule that says when two accesses conflict;
-- `journal.py`: what a target rank learnt of the accesses to its memory, checked as it arrives;
+- src/core/check/ (compiled): the vector clock (`vector_clock.hpp`), what one access touched
+  and when two conflict (`access.hpp`), what a target learnt of the accesses to its memory
+  (`journal.hpp`), and a window's checker with its messages (`window_checker.hpp`);
+- src/bindings/check_state.hpp: the compiled window records its calls and watches their
+  origin and result arrays;
+- `clock.py`: the clock's steps for the calls that order ranks in Python;
 - `comm.py`: the communicator calls that order ranks carry the clock;
-- `window.py`: the window calls record their accesses and carry the clock.
+- `local.py`: the owner's loads and stores of `win.local`;
+- `window.py`: the window's synchronization calls run the checker's steps.
 
 The first conflict raises `rma.ConflictError` on the rank that finds it (``RMA_CHECK=warn``:
 a `ConflictWarning` instead, and the job goes on).

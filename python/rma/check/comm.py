@@ -14,7 +14,7 @@ from typing import Any
 
 from ..comm import ANY_SOURCE, ANY_TAG, Comm, MessageRequest, Status
 from ..ops import SUM
-from .clock import clock
+from . import clock
 
 __all__ = ["CheckedComm"]
 
@@ -24,7 +24,7 @@ def _merged(wrapped: Any) -> Any:
     if wrapped is None:  # a receive from PROC_NULL
         return None
     carried, obj = wrapped
-    clock().merge(carried)
+    clock.merge(carried)
     return obj
 
 
@@ -32,20 +32,20 @@ class CheckedComm(Comm):
     __slots__ = ()
 
     def barrier(self) -> None:
-        clock().merge_all(super()._allgather(clock().publish(), "comm.barrier"))
+        clock.merge_all(super()._allgather(clock.publish(), "comm.barrier"))
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
-        return _merged(super().bcast((clock().publish(), obj), root))
+        return _merged(super().bcast((clock.publish(), obj), root))
 
     def gather(self, obj: Any, root: int = 0) -> list[Any] | None:
-        items = super().gather((clock().publish(), obj), root)
+        items = super().gather((clock.publish(), obj), root)
         return None if items is None else [_merged(item) for item in items]
 
     def _allgather(self, obj: Any, call: str) -> list[Any]:
-        return [_merged(item) for item in super()._allgather((clock().publish(), obj), call)]
+        return [_merged(item) for item in super()._allgather((clock.publish(), obj), call)]
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        super().send((clock().publish(), obj), dest, tag)
+        super().send((clock.publish(), obj), dest, tag)
 
     def recv(self, source: int, tag: int = 0, status: Status | None = None) -> Any:
         return _merged(super().recv(source, tag, status))
@@ -60,21 +60,21 @@ class CheckedComm(Comm):
         recvtag: int = ANY_TAG,
         status: Status | None = None,
     ) -> Any:
-        wrapped = (clock().publish(), obj)
+        wrapped = (clock.publish(), obj)
         return _merged(super().sendrecv(wrapped, dest, sendtag, source=source, recvtag=recvtag, status=status))
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest:
-        return super().isend((clock().publish(), obj), dest, tag)
+        return super().isend((clock.publish(), obj), dest, tag)
 
     def irecv(self, source: int, tag: int = 0) -> MessageRequest:
         return self._irecv(source, tag, _merged)
 
     def scatter(self, objs: Any, root: int = 0) -> Any:
-        now = clock().publish()
+        now = clock.publish()
         return _merged(super().scatter(None if objs is None else [(now, obj) for obj in objs], root))
 
     def alltoall(self, objs: Any) -> list[Any]:
-        now = clock().publish()
+        now = clock.publish()
         return [_merged(item) for item in super().alltoall([(now, obj) for obj in objs])]
 
     def reduce(self, obj: Any, op: Any = SUM, root: int = 0) -> Any:
@@ -97,4 +97,4 @@ class CheckedComm(Comm):
         """Before a reduction: every rank's clock to every rank. Nothing this rank does comes
         between the exchange and the reduction, so merging first orders what merging after
         would, and a reduction that fails on one rank (sizes differ) leaves no rank waiting."""
-        clock().merge_all(Comm._allgather(self, clock().publish(), "comm (RMA_CHECK's clocks)"))
+        clock.merge_all(Comm._allgather(self, clock.publish(), "comm (RMA_CHECK's clocks)"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .access import strided_spans
+from .. import _core
 
 __all__ = ["WatchedArray", "spans_of"]
 
@@ -34,7 +34,7 @@ def spans_of(array: np.ndarray, base: int) -> tuple[tuple[int, int], ...]:
         low = start + sum(min(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
         high = start + sum(max(0, (n - 1) * s) for n, s in zip(array.shape, array.strides)) + array.itemsize
         return ((low, high),)
-    return strided_spans(start, array.itemsize, list(zip(array.shape, array.strides)))
+    return tuple(_core.check_strided_spans(start, array.itemsize, list(zip(array.shape, array.strides))))
 
 
 def _plain(value: Any) -> Any:

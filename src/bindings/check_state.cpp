@@ -1,0 +1,222 @@
+#include "check_state.hpp"
+
+#include <pybind11/numpy.h>
+
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+namespace py = pybind11;
+using rma::check::Access;
+using rma::check::AccessKind;
+
+namespace {
+
+// A digest of bytes: enough to see that they changed (not a defence against anyone).
+uint64_t digest_of(const std::byte* data, size_t size) {
+  uint64_t hash = 0x9e3779b97f4a7c15ULL ^ size;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    hash = (hash ^ word) * 0x100000001b3ULL;
+    hash ^= hash >> 29;
+  }
+  for (; i < size; ++i) hash = (hash ^ static_cast<uint64_t>(data[i])) * 0x100000001b3ULL;
+  return hash;
+}
+
+// An array's bytes, in C order (a copy for a strided array).
+uint64_t digest_of(PyObject* array) {
+  auto* header = py::detail::array_proxy(array);
+  if (header->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) {
+    size_t size = static_cast<size_t>(py::reinterpret_borrow<py::array>(array).nbytes());
+    return digest_of(reinterpret_cast<const std::byte*>(header->data), size);
+  }
+  py::bytes copy = py::reinterpret_borrow<py::object>(array).attr("tobytes")();
+  std::string_view bytes = copy;
+  return digest_of(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
+}
+
+size_t elements_of(PyObject* array) { return static_cast<size_t>(py::reinterpret_borrow<py::array>(array).size()); }
+
+rma::check::Spans spans_of(const rma::Region& region) {
+  std::vector<rma::check::Span> runs;
+  region.for_each_run([&](uint64_t offset, uint64_t length) { runs.push_back({offset, offset + length}); });
+  return rma::check::merged(std::move(runs));
+}
+
+}  // namespace
+
+std::byte* CheckState::stage(const arguments::Operand& result, PyObject* given) {
+  staged_ = false;
+  if (result.array.ptr() != given || Py_TYPE(given) != py::detail::npy_api::get().PyArray_Type_ || result.bytes == 0) {
+    return nullptr;
+  }
+  staging_.assign(result.bytes, std::byte{0});
+  staged_ = true;
+  return staging_.data();
+}
+
+uint64_t CheckState::record(int target, const std::string& call, AccessKind kind, std::string_view op,
+                            std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result) {
+  bool staged = staged_;
+  staged_ = false;
+  uint64_t serial = ++serial_;
+  if (region.elements() == 0) return serial;
+  checker_->take_post(target);  // (start's post clock comes before the first access to that target)
+  bool found = false;
+  rma::check::AccessRef access =
+      checker_->record(target, call.c_str(), kind, op, dtype, spans_of(region), check_support::call_site(), found);
+  std::vector<Watched>& watched = watched_[target];
+  if (origin != nullptr && elements_of(origin) > 0) {
+    watched.push_back({serial, py::reinterpret_borrow<py::object>(origin), digest_of(origin), access, false, {}});
+  }
+  if (staged && result != nullptr) {
+    watched.push_back(
+        {serial, py::reinterpret_borrow<py::object>(result), digest_of(result), access, true, std::move(staging_)});
+    staging_ = {};
+  }
+  if (found) report();  // at the call itself
+  return serial;
+}
+
+void CheckState::finish(std::vector<Watched> entries) {
+  // Every digest before any copy: two calls that fill one array (an error too) must not make
+  // each other's change.
+  std::optional<std::string> found;
+  for (const Watched& entry : entries) {
+    if (found || digest_of(entry.array.ptr()) == entry.digest) continue;
+    const Access& access = *entry.access;
+    found = entry.result
+                ? "rma: RMA_CHECK: the result array of " + rma::check::describe(access) +
+                      " changed before the call completed at rank " + std::to_string(access.origin_rank) +
+                      ": the library may fill it until the flush, flush_local, unlock, fence, complete or request "
+                      "wait that completes the call; read or change it only after that call"
+                : "rma: RMA_CHECK: the origin array of " + rma::check::describe(access) +
+                      " changed before the call completed at rank " + std::to_string(access.origin_rank) +
+                      ": the library may read it until the flush, flush_local, unlock, fence, complete or request "
+                      "wait that completes the call; change it after that call (or pass a copy)";
+  }
+  for (const Watched& entry : entries) {
+    if (entry.result) {
+      std::memcpy(py::detail::array_proxy(entry.array.ptr())->data, entry.staged.data(), entry.staged.size());
+    }
+  }
+  checker_->keep(std::move(found));
+}
+
+void CheckState::completed_here(std::span<const int> targets) {
+  std::vector<Watched> entries;
+  for (int target : targets) {
+    auto watched = watched_.find(target);
+    if (watched == watched_.end()) continue;
+    for (Watched& entry : watched->second) entries.push_back(std::move(entry));
+    watched_.erase(watched);
+  }
+  if (!entries.empty()) finish(std::move(entries));
+}
+
+void CheckState::request_completed(int target, uint64_t serial) {
+  auto watched = watched_.find(target);
+  if (watched == watched_.end()) return;  // (a flush or unlock completed it first)
+  std::vector<Watched> mine, others;
+  for (Watched& entry : watched->second) (entry.serial == serial ? mine : others).push_back(std::move(entry));
+  watched->second = std::move(others);
+  if (!mine.empty()) finish(std::move(mine));
+  report();
+}
+
+void CheckState::flushed(std::span<const int> targets, bool local) {
+  if (!local) checker_->complete(targets);  // (a flush_local orders nothing at the target)
+  completed_here(targets);
+  if (!local) checker_->send_batches(targets);
+  checker_->drain();
+  report();
+}
+
+void CheckState::report() {
+  std::optional<std::string> found = checker_->take_report();
+  if (!found) return;
+  static PyObject* reporter = py::object(py::module_::import("rma.check").attr("report")).release().ptr();
+  py::str message(*found);
+  PyObject* done = PyObject_CallOneArg(reporter, message.ptr());
+  if (done == nullptr) throw py::error_already_set();
+  Py_DECREF(done);
+}
+
+namespace check_support {
+
+namespace {
+
+// Where rma's and NumPy's Python files are: frames there are not the user's.
+const std::vector<std::string>& library_dirs() {
+  static const std::vector<std::string> dirs = [] {
+    py::module_ os_path = py::module_::import("os.path");
+    std::vector<std::string> found;
+    for (const char* module : {"rma", "numpy"}) {
+      py::object file = py::module_::import(module).attr("__file__");
+      found.push_back(os_path.attr("dirname")(os_path.attr("abspath")(file)).cast<std::string>() + "/");
+    }
+    return found;
+  }();
+  return dirs;
+}
+
+struct CodeInfo {
+  bool library;
+  std::string file;  // its base name
+};
+
+// By code object; each one is kept alive (so its address is not reused for another).
+CodeInfo& info_of(PyCodeObject* code) {
+  static auto* known = new std::unordered_map<PyCodeObject*, CodeInfo>();
+  auto found = known->find(code);
+  if (found != known->end()) return found->second;
+  py::object name = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(code)).attr("co_filename");
+  std::string path = name.cast<std::string>();
+  bool library = false;
+  for (const std::string& dir : library_dirs()) library = library || path.starts_with(dir);
+  size_t slash = path.rfind('/');
+  Py_INCREF(code);
+  return known->emplace(code, CodeInfo{library, slash == std::string::npos ? path : path.substr(slash + 1)})
+      .first->second;
+}
+
+struct SiteKey {
+  PyCodeObject* code;
+  int line;
+  bool operator==(const SiteKey&) const = default;
+};
+struct SiteHash {
+  size_t operator()(const SiteKey& key) const {
+    return std::hash<void*>()(key.code) ^ (static_cast<size_t>(key.line) * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
+}  // namespace
+
+const std::string& call_site() {
+  static auto* sites = new std::unordered_map<SiteKey, std::string, SiteHash>();  // (elements never move)
+  static const std::string unknown = "?";
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    CodeInfo& info = info_of(code);
+    Py_DECREF(code);
+    if (!info.library) {
+      int line = PyFrame_GetLineNumber(frame);
+      Py_DECREF(frame);
+      auto [site, fresh] = sites->try_emplace(SiteKey{code, line});
+      if (fresh) site->second = info.file + ":" + std::to_string(line);
+      return site->second;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  return unknown;
+}
+
+}  // namespace check_support

@@ -1,0 +1,79 @@
+// RMA_CHECK's part of a compiled window (check/window_checker.hpp has the rules and the
+// messages): the data calls record their accesses here as they return, and the origin and
+// result arrays they use are watched until the call completes at this rank.
+//
+// spec/002: an origin array must not be changed, nor a result array read or changed, until
+// the call completed at the origin (a flush, flush_local, unlock, fence, complete, or the
+// wait of its request). rma copies small origins at once on one host, but not a large put
+// through libfabric, which reads the array in place until then; and it fills a result some
+// time before that completion through a network. So the watch keeps a digest of each origin
+// array and compares it at the completion; and a result array's call fills a private buffer
+// ("staged"), which the completion copies into the array after comparing the array with its
+// digest. A read before then sees the array as it was before the call, as it may through a
+// network (not reported); a change is. win.local and its views (a NumPy subclass) fill in
+// place: the owner's loads and stores of them are watched already.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "arguments.hpp"
+#include "check/window_checker.hpp"
+#include "window/region.hpp"
+
+class CheckState {
+ public:
+  explicit CheckState(std::shared_ptr<rma::check::WindowChecker> checker) : checker_(std::move(checker)) {}
+  rma::check::WindowChecker& checker() { return *checker_; }
+
+  // Before a call that fills `result` (the caller's array, used in place): a private buffer
+  // the call should fill instead, or null when the array is not watched.
+  std::byte* stage(const arguments::Operand& result, PyObject* given);
+  // After a data call to target (not PROC_NULL) has returned: its access, and the watches of
+  // its origin array (null: none) and of the result staged for it. Returns the call's serial,
+  // which a request names to complete its own watches. A conflict with this origin's earlier
+  // calls is reported here (raises under RMA_CHECK=1).
+  uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
+                  std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result);
+
+  // The calls to targets completed at this rank (once the plain call that completes them has
+  // returned): origin arrays are free again, result arrays get what the calls brought.
+  void completed_here(std::span<const int> targets);
+  // One request-based call completed at this rank (its wait, or a test that succeeded).
+  void request_completed(int target, uint64_t serial);
+  // After a flush: the accesses completed at their targets, and completed_here unless local.
+  void flushed(std::span<const int> targets, bool local);
+  // Raises (RMA_CHECK=1) or warns (RMA_CHECK=warn) of the first conflict found, once.
+  void report();
+
+ private:
+  struct Watched {
+    uint64_t serial;
+    pybind11::object array;  // the caller's
+    uint64_t digest;         // of its bytes at the call
+    rma::check::AccessRef access;
+    bool result;                    // a result array (else an origin)
+    std::vector<std::byte> staged;  // what the call filled, for a result
+  };
+  void finish(std::vector<Watched> entries);
+
+  std::shared_ptr<rma::check::WindowChecker> checker_;
+  std::map<int, std::vector<Watched>> watched_;  // by target, in call order
+  std::vector<std::byte> staging_;               // stage()'s buffer until record() takes it
+  bool staged_ = false;
+  uint64_t serial_ = 0;
+};
+
+namespace check_support {
+// The user's file and line of the call being made ("file.py:12"): the innermost Python frame
+// outside rma and NumPy. The string lives as long as the process.
+const std::string& call_site();
+// The process's vector clock (made by check_clock_start).
+rma::check::VectorClock& process_clock();
+}  // namespace check_support

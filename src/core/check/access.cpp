@@ -1,0 +1,206 @@
+#include "check/access.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "runtime/wire.hpp"
+
+namespace rma::check {
+
+bool Access::operator==(const Access& other) const {
+  return origin == other.origin && origin_rank == other.origin_rank && target_rank == other.target_rank &&
+         call == other.call && kind == other.kind && op == other.op && dtype == other.dtype && spans == other.spans &&
+         (clock == other.clock || (clock && other.clock && *clock == *other.clock)) && tick == other.tick &&
+         done_tick == other.done_tick && done == other.done && site == other.site && epoch == other.epoch;
+}
+
+Spans merged(std::vector<Span> runs) {
+  std::sort(runs.begin(), runs.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  Spans spans;
+  for (const Span& run : runs) {
+    if (run.start == run.stop) continue;
+    if (!spans.empty() && run.start <= spans.back().stop) {
+      spans.back().stop = std::max(spans.back().stop, run.stop);
+    } else {
+      spans.push_back(run);
+    }
+  }
+  return spans;
+}
+
+Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair<uint64_t, int64_t>> dims) {
+  std::vector<int64_t> offsets{static_cast<int64_t>(start)};
+  for (const auto& [count, stride] : dims) {
+    std::vector<int64_t> next;
+    next.reserve(offsets.size() * count);
+    for (int64_t offset : offsets) {
+      for (uint64_t i = 0; i < count; ++i) next.push_back(offset + static_cast<int64_t>(i) * stride);
+    }
+    offsets = std::move(next);
+  }
+  std::vector<Span> runs;
+  runs.reserve(offsets.size());
+  for (int64_t offset : offsets) {
+    runs.push_back({static_cast<uint64_t>(offset), static_cast<uint64_t>(offset) + itemsize});
+  }
+  return merged(std::move(runs));
+}
+
+std::optional<Span> overlap(const Spans& a, const Spans& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    uint64_t start = std::max(a[i].start, b[j].start);
+    uint64_t stop = std::min(a[i].stop, b[j].stop);
+    if (start < stop) return Span{start, stop};
+    if (a[i].stop <= b[j].stop) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+bool reads_only(AccessKind kind) { return kind == AccessKind::Read || kind == AccessKind::AtomicRead; }
+}  // namespace
+
+std::optional<std::string> conflict(const Access& a, const Access& b) {
+  if (reads_only(a.kind) && reads_only(b.kind)) return std::nullopt;
+  if (a.kind == AccessKind::Write || b.kind == AccessKind::Write) {
+    return "a put conflicts with every other access to the same bytes";
+  }
+  if (a.kind == AccessKind::Read || b.kind == AccessKind::Read) {  // a get meets an accumulate that updates
+    return "a get conflicts with an accumulate that updates the same bytes";
+  }
+  if (a.origin == b.origin) return std::nullopt;  // accumulates of one origin are ordered
+  if (a.dtype != b.dtype) {
+    return "accumulates of different dtypes (" + a.dtype + ", " + b.dtype + ") are not atomic with each other";
+  }
+  if (a.kind != b.kind) return std::nullopt;  // an update and a NO_OP read: atomic with each other
+  if (a.op != b.op) {
+    return "accumulates with different ops (" + a.op + ", " + b.op + ") are not atomic with each other";
+  }
+  return std::nullopt;
+}
+
+bool ordered(const Access& first, const Access& second) {
+  if (first.origin == second.origin) return first.done_tick < second.tick;
+  const auto& clock = *second.clock;
+  return static_cast<size_t>(first.origin) < clock.size() && clock[first.origin] >= first.done;
+}
+
+std::string describe(const Access& access) {
+  uint64_t start = access.spans.empty() ? 0 : access.spans.front().start;
+  uint64_t stop = access.spans.empty() ? 0 : access.spans.back().stop;
+  std::string op = access.op.empty() ? "" : " (" + access.op + ")";
+  bool own = access.call.ends_with("win.local");
+  std::string whose =
+      own ? "rank " + std::to_string(access.origin_rank)
+          : "rank " + std::to_string(access.origin_rank) + " to rank " + std::to_string(access.target_rank);
+  return access.call + op + " by " + whose + ", bytes " + std::to_string(start) + "-" +
+         std::to_string(static_cast<int64_t>(stop) - 1) + ", in its " + access.epoch + ", at " + access.site;
+}
+
+std::string conflict_message(const std::string& window, const Access& first, const Access& second,
+                             const std::string& why) {
+  Span shared = overlap(first.spans, second.spans).value_or(Span{0, 0});
+  std::string reason = why;
+  if (!reason.empty()) reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+  return "rma: RMA_CHECK: conflicting accesses to " + window + " on rank " + std::to_string(second.target_rank) +
+         ", bytes " + std::to_string(shared.start) + "-" + std::to_string(static_cast<int64_t>(shared.stop) - 1) +
+         ", that nothing orders: " + describe(first) + "; and " + describe(second) + ". " + reason +
+         ": order them with a flush, unlock, fence or complete/wait (from different ranks, then a barrier or a "
+         "message too)";
+}
+
+namespace {
+
+void append_text(std::vector<std::byte>& out, const std::string& text) {
+  wire::append<uint32_t>(out, static_cast<uint32_t>(text.size()));
+  auto bytes = reinterpret_cast<const std::byte*>(text.data());
+  out.insert(out.end(), bytes, bytes + text.size());
+}
+
+std::string take_text(std::span<const std::byte> data, size_t& position) {
+  auto size = wire::take<uint32_t>(data, position);
+  if (position + size > data.size()) throw RmaError("rma: truncated message");
+  std::string text(reinterpret_cast<const char*>(data.data() + position), size);
+  position += size;
+  return text;
+}
+
+}  // namespace
+
+// Layout: count, then per access its fields; a clock is written whole only when it differs
+// from the previous access's (a flag says which), as most accesses of a batch share one.
+void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out) {
+  wire::append<uint32_t>(out, static_cast<uint32_t>(accesses.size()));
+  const ClockStamp* previous = nullptr;
+  for (const Access* access : accesses) {
+    wire::append(out, access->origin);
+    wire::append(out, access->origin_rank);
+    wire::append(out, access->target_rank);
+    append_text(out, access->call);
+    wire::append(out, static_cast<uint8_t>(access->kind));
+    append_text(out, access->op);
+    append_text(out, access->dtype);
+    wire::append<uint32_t>(out, static_cast<uint32_t>(access->spans.size()));
+    for (const Span& span : access->spans) {
+      wire::append(out, span.start);
+      wire::append(out, span.stop);
+    }
+    bool same = previous != nullptr && (*previous == access->clock || **previous == *access->clock);
+    wire::append<uint8_t>(out, same ? 1 : 0);
+    if (!same) {
+      wire::append<uint32_t>(out, static_cast<uint32_t>(access->clock->size()));
+      for (int64_t entry : *access->clock) wire::append(out, entry);
+      previous = &access->clock;
+    }
+    wire::append(out, access->tick);
+    wire::append(out, access->done_tick);
+    wire::append(out, access->done);
+    append_text(out, access->site);
+    append_text(out, access->epoch);
+  }
+}
+
+std::vector<Access> decode(std::span<const std::byte> data) {
+  size_t position = 0;
+  auto count = wire::take<uint32_t>(data, position);
+  std::vector<Access> accesses;
+  accesses.reserve(std::min<size_t>(count, data.size()));
+  ClockStamp clock;
+  for (uint32_t n = 0; n < count; ++n) {
+    Access access;
+    access.origin = wire::take<int32_t>(data, position);
+    access.origin_rank = wire::take<int32_t>(data, position);
+    access.target_rank = wire::take<int32_t>(data, position);
+    access.call = take_text(data, position);
+    access.kind = static_cast<AccessKind>(wire::take<uint8_t>(data, position));
+    access.op = take_text(data, position);
+    access.dtype = take_text(data, position);
+    auto spans = wire::take<uint32_t>(data, position);
+    for (uint32_t s = 0; s < spans; ++s) {
+      uint64_t start = wire::take<uint64_t>(data, position);
+      access.spans.push_back({start, wire::take<uint64_t>(data, position)});
+    }
+    if (wire::take<uint8_t>(data, position) == 0) {
+      auto size = wire::take<uint32_t>(data, position);
+      std::vector<int64_t> entries;
+      for (uint32_t e = 0; e < size; ++e) entries.push_back(wire::take<int64_t>(data, position));
+      clock = std::make_shared<const std::vector<int64_t>>(std::move(entries));
+    }
+    if (!clock) throw RmaError("rma: RMA_CHECK: an access without a clock in a message");
+    access.clock = clock;
+    access.tick = wire::take<int64_t>(data, position);
+    access.done_tick = wire::take<int64_t>(data, position);
+    access.done = wire::take<int64_t>(data, position);
+    access.site = take_text(data, position);
+    access.epoch = take_text(data, position);
+    accesses.push_back(std::move(access));
+  }
+  return accesses;
+}
+
+}  // namespace rma::check

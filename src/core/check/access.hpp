@@ -1,0 +1,86 @@
+// What one RMA call (or one load or store of window memory) touched at its target, and the
+// rule that says when two accesses conflict.
+//
+// spec/002: it is erroneous to have concurrent conflicting accesses to the same memory location
+// of a window. Two accesses to overlapping bytes conflict when at least one is a put; when a get
+// meets an accumulate that updates; when two updating accumulates differ in op or in dtype
+// (concurrent accumulates are atomic per element only with the same op and basic dtype). Reads
+// never conflict with reads: a get, or an accumulate with NO_OP (get_accumulate, fetch_and_op).
+// Two accumulates of one origin to one target are ordered (MPI's default accumulate_ordering),
+// so they never conflict; its other accesses conflict until a completing call orders them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check/vector_clock.hpp"
+
+namespace rma::check {
+
+// The ticks and publications of an access not completed yet: later than anything.
+constexpr int64_t kNotDone = int64_t{1} << 62;
+
+enum class AccessKind : uint8_t {
+  Write,       // a put, a store
+  Read,        // a get, a load
+  Update,      // an accumulate that changes memory
+  AtomicRead,  // an accumulate with NO_OP
+};
+
+// [start, stop) bytes at the target.
+struct Span {
+  uint64_t start;
+  uint64_t stop;
+  bool operator==(const Span&) const = default;
+};
+// Sorted, disjoint, merged.
+using Spans = std::vector<Span>;
+
+struct Access {
+  int32_t origin = 0;       // world rank of the origin (the clock's index)
+  int32_t origin_rank = 0;  // its rank in the window's communicator
+  int32_t target_rank = 0;  // the target's rank in the window's communicator
+  std::string call;         // "win.put", "store to win.local"...
+  AccessKind kind = AccessKind::Read;
+  std::string op;     // the accumulate's op ("SUM", "CAS"...), "" for put, get, load, store
+  std::string dtype;  // the element type of an accumulate, "" otherwise
+  Spans spans;
+  ClockStamp clock;              // the origin's vector clock at the call
+  int64_t tick = 0;              // the origin's call count at the call (program order)
+  int64_t done_tick = kNotDone;  // its call count at the call that completed it at the target
+  int64_t done = kNotDone;       // its clock entry that first made that completion known
+  std::string site;              // "file.py:12"
+  std::string epoch;             // "fence epoch 2", "exclusive lock epoch 1 on rank 0"...
+
+  bool operator==(const Access& other) const;
+};
+
+// The merged spans of the elements at `start` plus every combination of index * stride over
+// `dims` (count, stride in bytes; strides may be negative).
+Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair<uint64_t, int64_t>> dims);
+// Sorts and merges runs of bytes into spans.
+Spans merged(std::vector<Span> runs);
+
+// The first byte range two span lists share.
+std::optional<Span> overlap(const Spans& a, const Spans& b);
+// Why two accesses to overlapping bytes conflict if they are concurrent; nothing if they may be.
+std::optional<std::string> conflict(const Access& a, const Access& b);
+// Whether `first` completed at its target before `second` was made.
+bool ordered(const Access& first, const Access& second);
+
+// An access for a message: the call, its ranks, bytes, epoch and source line.
+std::string describe(const Access& access);
+// The report of two conflicting accesses to `window` that nothing orders.
+std::string conflict_message(const std::string& window, const Access& first, const Access& second,
+                             const std::string& why);
+
+// Accesses in a message between the ranks of one job (the same build at both ends).
+void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out);
+std::vector<Access> decode(std::span<const std::byte> data);
+
+}  // namespace rma::check

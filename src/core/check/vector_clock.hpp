@@ -1,0 +1,48 @@
+// This rank's vector clock under RMA_CHECK: which calls of the job happened before which.
+//
+// Entry r counts the times world rank r made known what it had done so far ("published": at a
+// barrier, a send, a fence, a post, a complete, an unlock...). Whatever a rank learns (a
+// message, a barrier, the clock an unlock left at a lock's target) it merges in. An access made
+// by rank p and completed at its target by p's call c (a flush, unlock, fence or complete)
+// happened before another rank's access whose clock, when it was made, already held p's entry
+// at or above the number of p's first publication after c: the happens-before of vector clocks,
+// over RMA's completion rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace rma::check {
+
+// The clock as it stood at a call: shared by every access made before it moved.
+using ClockStamp = std::shared_ptr<const std::vector<int64_t>>;
+
+class VectorClock {
+ public:
+  VectorClock(int rank, int size);
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(entries_.size()); }
+  const std::vector<int64_t>& entries() const noexcept { return entries_; }
+
+  // The clock as it stands: the same stamp until the clock moves.
+  const ClockStamp& now();
+  // This rank's entry as its next publication will make it.
+  int64_t next_publication() const noexcept { return entries_[rank_] + 1; }
+  // Advances this rank's own entry (what it hands on is then now()).
+  void publish();
+  // Takes in what another rank's clock knows (entries beyond this clock's size are ignored).
+  void merge(std::span<const int64_t> other);
+
+  // Counts this rank's calls, in program order: orders the accesses of one origin.
+  int64_t tick = 0;
+
+ private:
+  int rank_;
+  std::vector<int64_t> entries_;
+  ClockStamp now_;
+};
+
+}  // namespace rma::check

@@ -1,0 +1,147 @@
+// One window's checker under RMA_CHECK: the accesses this rank makes through the window, the
+// journal of the accesses made to its memory, and the checker's own messages that carry both
+// with the clock (on a communicator of its own, a split of the window's).
+//
+// A communication call runs as usual, then records what it touched at its target (an Access)
+// and compares it with this origin's accesses to that target that are not completed yet: a
+// conflict among them is found at the call. A completing call (flush, unlock, complete, fence)
+// stamps the accesses it completes with this rank's next publication of its clock, and they
+// travel to their target, whose journal compares them with the other origins' accesses:
+// - fence and free: every rank hands every other rank its accesses in one exchange, with its
+//   clock; the journals then forget, as a fence orders everything before it before everything
+//   after it;
+// - post/start/complete/wait: post sends the target's clock to the origins of its group (start
+//   takes it before the first access to that target), complete sends the origin's clock and
+//   accesses to each target, and wait (or a test that succeeds) takes them in;
+// - lock/unlock: the clock goes through the lock clocks (python/rma/check/window.py); the
+//   accesses go to the target in messages that it reads at its own next synchronization call,
+//   and at the latest at the next fence or free.
+// Conflicts found are kept, the first only, until a call reports it (take_report).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "check/access.hpp"
+#include "check/journal.hpp"
+#include "runtime/communicator.hpp"
+
+namespace rma::check {
+
+using AccessRef = std::shared_ptr<const Access>;
+
+class WindowChecker {
+ public:
+  // Origins send their completed accesses to a target without waiting for a synchronization
+  // call once this many wait.
+  static constexpr size_t kBatch = 64;
+
+  // comm: the checker's communicator (ranks as the window's); world: window rank -> world rank;
+  // window: names the window in messages ("window 3").
+  WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world, std::string window);
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(world_.size()); }
+  const std::string& window() const noexcept { return window_; }
+  VectorClock& clock() noexcept { return clock_; }
+
+  // ---- records ----
+  // A communication call to target (a rank, not PROC_NULL) that touched `spans` there. Returns
+  // its record: one per shape and clock, as a loop that repeats a call between two moves of the
+  // clock makes one record, which stands for every repetition (each would be ordered and
+  // conflict exactly as the first; the same origin's own order is checked here). A conflict
+  // with this origin's calls to target not completed yet is kept, and `found_now` set.
+  // call, op and dtype: static names; site: a string that lives as long as the process (the
+  // bindings intern them), "file.py:12".
+  AccessRef record(int target, const char* call, AccessKind kind, std::string_view op, std::string_view dtype,
+                   Spans spans, const std::string& site, bool& found_now);
+  // A load or store of target's memory (win.local, or win.shared(target) of a shared window):
+  // an access of this rank, complete at once; it goes to target's journal (this rank's own at
+  // once, another's with the completed calls).
+  void direct(int target, bool store, Spans spans, const std::string& site);  // (site: as record's)
+  // Names the epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2").
+  void new_epoch(std::string_view kind, std::string_view where = {});
+
+  // ---- completion and delivery ----
+  // The calls to targets completed there (a flush, unlock, complete or fence is being made).
+  void complete(std::span<const int> targets);
+  // After a flush: sends a target's completed accesses once kBatch wait.
+  void send_batches(std::span<const int> targets);
+  // Sends a target's completed accesses now (this rank's own go to its journal at once).
+  void send(int target);
+  // Takes in the accesses origins sent without a collective call, as far as they came.
+  void drain();
+
+  // post: this rank's clock, published, to each origin of group.
+  void post(std::span<const int> group);
+  // start's targets: their post clock is taken before the first access to them.
+  void expect_posts(std::span<const int> group);
+  // Takes target's post clock if it is expected (waiting for it).
+  void take_post(int target);
+  // complete: takes the post clocks not taken yet, completes the accesses to group and sends
+  // them, with this rank's published clock, to each target.
+  void send_completes(std::span<const int> group);
+  // wait (or a test that succeeded): takes in the complete of each origin of group.
+  void take_completes(std::span<const int> group);
+  // fence and free: every rank's accesses to every other, with its clock; then the journal
+  // forgets, and a new fence epoch begins.
+  void exchange_all(const CallName& call);
+
+  // ---- conflicts found ----
+  void keep(std::optional<std::string> found);
+  // The first conflict found, once (later ones are mostly its echoes); nothing after that.
+  std::optional<std::string> take_report();
+
+ private:
+  struct Outgoing {
+    std::vector<Access> accesses;                         // completed, in completion order
+    std::set<std::pair<const Access*, int64_t>> sent_as;  // (record, done): a repetition goes once
+    std::vector<AccessRef> keep_alive;                    // the records sent_as names
+  };
+  struct Pending {
+    std::vector<AccessRef> accesses;  // made, not completed, in call order
+    std::set<const Access*> members;
+  };
+  struct MadeKey {
+    int target;
+    std::string_view call;
+    AccessKind kind;
+    std::string_view op;
+    std::string_view dtype;
+    const std::string* site;
+    std::vector<uint64_t> bounds;
+    auto operator<=>(const MadeKey&) const = default;
+  };
+
+  void learn(std::vector<Access> accesses);
+  void take_batch();
+  std::vector<std::byte> take_outgoing_bytes(int target);
+  void forget_made_if_moved();
+
+  VectorClock& clock_;
+  std::shared_ptr<Communicator> comm_;
+  std::vector<int> world_;
+  std::string window_;
+  int rank_;
+  Journal journal_;
+  std::map<int, Pending> inflight_;
+  std::map<int, Outgoing> outgoing_;
+  ClockStamp made_at_;  // the clock made_'s records were made at
+  std::map<MadeKey, AccessRef> made_;
+  std::vector<int64_t> sent_, received_;  // messages of accesses, by peer
+  std::shared_ptr<PendingReceive> listen_;
+  std::set<int> posts_;  // start's targets whose post clock has not come yet
+  int epochs_ = 0;
+  std::string epoch_ = "epoch 0";  // before the first fence
+  std::optional<std::string> found_;
+  bool reported_ = false;
+};
+
+}  // namespace rma::check
