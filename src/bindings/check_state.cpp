@@ -145,6 +145,88 @@ void CheckState::report() {
   Py_DECREF(done);
 }
 
+void CheckState::fenced(const char* call) {
+  std::vector<int> everyone(static_cast<size_t>(checker_->size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  completed_here(everyone);
+  std::string name = std::string(call) + " (RMA_CHECK's exchange of accesses)";
+  py::gil_scoped_release released;
+  checker_->exchange_all([&name] { return name; });
+}
+
+void CheckState::posted(std::vector<int> group) {
+  checker_->post(group);
+  exposure_group_ = std::move(group);
+  checker_->new_epoch("exposure (post)");
+}
+
+void CheckState::started(std::vector<int> group) {
+  checker_->expect_posts(group);
+  access_group_ = std::move(group);
+  checker_->new_epoch("start");
+}
+
+void CheckState::completed() {
+  std::vector<int> group = std::move(access_group_);
+  access_group_.clear();
+  completed_here(group);
+  {
+    py::gil_scoped_release released;
+    checker_->send_completes(group);
+  }
+  report();
+}
+
+void CheckState::waited() {
+  std::vector<int> group = std::move(exposure_group_);
+  exposure_group_.clear();
+  {
+    py::gil_scoped_release released;
+    checker_->take_completes(group);
+  }
+  report();
+}
+
+void CheckState::locked(int target, bool exclusive) {
+  {
+    py::gil_scoped_release released;
+    checker_->locked(target, exclusive);
+  }
+  locks_[target] = exclusive;
+}
+
+void CheckState::locked_all() {
+  {
+    py::gil_scoped_release released;
+    checker_->locked_all();
+  }
+  lock_all_ = true;
+}
+
+void CheckState::unlocking(int target) {
+  auto lock = locks_.find(target);
+  if (lock == locks_.end()) return;  // (a lock that _try_lock took, say: not the checker's)
+  bool exclusive = lock->second;
+  locks_.erase(lock);
+  py::gil_scoped_release released;
+  checker_->unlocking(std::span<const int>(&target, 1), exclusive);
+}
+
+void CheckState::unlocking_all() {
+  if (!lock_all_) return;
+  lock_all_ = false;
+  std::vector<int> everyone(static_cast<size_t>(checker_->size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  py::gil_scoped_release released;
+  checker_->unlocking(everyone, false);
+}
+
+void CheckState::unlocked(std::span<const int> targets) {
+  completed_here(targets);
+  checker_->drain();
+  report();
+}
+
 namespace check_support {
 
 namespace {

@@ -52,6 +52,25 @@ class CheckState {
   // Raises (RMA_CHECK=1) or warns (RMA_CHECK=warn) of the first conflict found, once.
   void report();
 
+  // The synchronization calls' steps, once the plain call has returned (the blocking ones
+  // release the GIL). A conflict is reported by the closing calls, never by an opening one
+  // (post, start), which would leave its epoch open behind the exception.
+  // fence and free (collective): every call completed, here and at its target, and every
+  // rank's accesses exchanged. Does not report.
+  void fenced(const char* call);
+  void posted(std::vector<int> group);
+  void started(std::vector<int> group);
+  void completed();  // complete: the access epoch's calls completed, sent to their targets
+  void waited();     // wait, or a test that succeeded: the origins' completes taken in
+  // lock and lock_all, granted: the earlier holders' clocks taken in.
+  void locked(int target, bool exclusive);
+  void locked_all();
+  // unlock and unlock_all: before the plain call, the clock left at the targets and the
+  // accesses sent; after it, the calls completed here.
+  void unlocking(int target);
+  void unlocking_all();
+  void unlocked(std::span<const int> targets);
+
  private:
   struct Watched {
     uint64_t serial;
@@ -65,7 +84,11 @@ class CheckState {
 
   std::shared_ptr<rma::check::WindowChecker> checker_;
   std::map<int, std::vector<Watched>> watched_;  // by target, in call order
-  std::vector<std::byte> staging_;               // stage()'s buffer until record() takes it
+  std::map<int, bool> locks_;                    // target -> exclusive, from lock to unlock
+  bool lock_all_ = false;
+  std::vector<int> access_group_;    // start's, until complete
+  std::vector<int> exposure_group_;  // post's, until wait
+  std::vector<std::byte> staging_;   // stage()'s buffer until record() takes it
   bool staged_ = false;
   uint64_t serial_ = 0;
 };

@@ -1,7 +1,7 @@
-// RMA_CHECK's compiled parts for python/rma/check: the process's vector clock
-// (_core.check_clock), and a window's checker (_core.WindowCheck, made by
-// rma._core.Window._check_start), whose synchronization steps the checked window's Python calls
-// run after the plain ones.
+// RMA_CHECK's compiled parts for python/rma/check: the process's vector clock (check_clock_*),
+// and a window's checker (_core.WindowCheck, made by rma._core.Window._check_start), whose
+// steps the checked window's Python calls (lock, unlock, free, win.local) run after the plain
+// ones; the compiled window runs the others itself.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,6 +10,7 @@
 #include "check/vector_clock.hpp"
 #include "check_state.hpp"
 #include "errors.hpp"
+#include "runtime/communicator.hpp"
 
 namespace py = pybind11;
 using rma::check::VectorClock;
@@ -20,11 +21,6 @@ std::optional<VectorClock>& clock_slot() {
   return *clock;
 }
 
-std::vector<int> ranks_of(const py::iterable& ranks) {
-  std::vector<int> out;
-  for (py::handle rank : ranks) out.push_back(rank.cast<int>());
-  return out;
-}
 }  // namespace
 
 namespace check_support {
@@ -59,6 +55,21 @@ void register_check(py::module_& m) {
       "Take in what other ranks' clocks know.");
 
   m.def(
+      "check_clock_meet",
+      [](rma::Communicator& comm, const std::string& call) {
+        VectorClock& clock = process_clock();
+        clock.publish();
+        std::vector<int64_t> merged = clock.entries();
+        {
+          py::gil_scoped_release released;
+          auto bytes = std::as_writable_bytes(std::span<int64_t>(merged));
+          comm.allreduce(bytes, bytes, rma::ElementType::Int64, rma::ReduceOp::Max, [&call] { return call; });
+        }
+        clock.merge(merged);
+      },
+      py::arg("comm"), py::arg("call"),
+      "Publish this rank's clock and take in every member's (a collective of comm that orders like a barrier).");
+  m.def(
       "check_strided_spans",
       [](uint64_t start, uint64_t itemsize, const std::vector<std::pair<uint64_t, int64_t>>& dims) {
         std::vector<std::pair<uint64_t, uint64_t>> spans;
@@ -72,45 +83,8 @@ void register_check(py::module_& m) {
   py::class_<CheckState, std::shared_ptr<CheckState>>(m, "WindowCheck",
                                                       "A checked window's RMA_CHECK state (check/window_checker.hpp).")
       .def(
-          "post", [](CheckState& s, const py::iterable& group) { s.checker().post(ranks_of(group)); },
-          "post: this rank's clock to each origin of group.")
-      .def(
-          "expect_posts", [](CheckState& s, const py::iterable& group) { s.checker().expect_posts(ranks_of(group)); },
-          "start: take each target's post clock before the first access to it.")
-      .def(
-          "send_completes",
-          [](CheckState& s, const py::iterable& group) {
-            std::vector<int> ranks = ranks_of(group);
-            py::gil_scoped_release released;
-            s.checker().send_completes(ranks);
-          },
-          "complete: the accesses to each target of group, with this rank's clock.")
-      .def(
-          "take_completes",
-          [](CheckState& s, const py::iterable& group) {
-            std::vector<int> ranks = ranks_of(group);
-            py::gil_scoped_release released;
-            s.checker().take_completes(ranks);
-          },
-          "wait: take in the complete of each origin of group.")
-      .def(
-          "exchange_all",
-          [](CheckState& s, const std::string& call) { s.checker().exchange_all([call] { return call; }); }, Release(),
-          "fence and free: every rank's accesses to every other, with its clock; then a new epoch.")
-      .def(
-          "complete", [](CheckState& s, const py::iterable& targets) { s.checker().complete(ranks_of(targets)); },
-          "The accesses to targets completed there.")
-      .def(
-          "completed_here", [](CheckState& s, const py::iterable& targets) { s.completed_here(ranks_of(targets)); },
-          "The calls to targets completed at this rank: origin arrays are free, result arrays filled.")
-      .def(
-          "send", [](CheckState& s, int target) { s.checker().send(target); }, "Send target's completed accesses now.")
-      .def(
-          "drain", [](CheckState& s) { s.checker().drain(); }, "Take in the accesses sent without a collective call.")
-      .def(
-          "new_epoch",
-          [](CheckState& s, const std::string& kind, const std::string& where) { s.checker().new_epoch(kind, where); },
-          py::arg("kind"), py::arg("where") = "", "Name the epoch this rank's next accesses belong to.")
+          "exchange", [](CheckState& s, const std::string& call) { s.fenced(call.c_str()); },
+          "free: every call completed, here and at its target, and every rank's accesses exchanged (collective).")
       .def(
           "direct",
           [](CheckState& s, int target, bool store, const std::vector<std::pair<uint64_t, uint64_t>>& spans) {

@@ -75,7 +75,7 @@ RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
 constexpr Parameters kWaitUntil{"wait_until", {"index", "cmp", "value", "timeout"}, 4, 3, 3};
 constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
-constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name"}, 3, 3, 3};
+constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name", "lock_clocks"}, 4, 4, 4};
 constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
 
 // ---- synchronization ----
@@ -113,6 +113,18 @@ std::vector<int> group_of(PyObject* value, const char* call) {
   return ranks;
 }
 
+// RMA_CHECK: a synchronization call's step on a checked window, once the plain call returned.
+// False with the Python error set.
+template <class Step>
+bool checked_step(WindowObject* self, Step&& step) {
+  CheckState* check = state_of(self).check.get();
+  if (check == nullptr) return true;
+  return guarded([&]() -> PyObject* {
+           step(*check);
+           return Py_None;
+         }) != nullptr;
+}
+
 PyObject* fence(WindowObject* self, PyObject** slot) {
   check_open(self, "fence");
   if (!window_calls::fence(self, mode_of(slot[0], "fence"))) return nullptr;
@@ -126,6 +138,13 @@ PyObject* group_epoch(WindowObject* self, PyObject** slot, const char* call, Epo
   std::vector<int> group = group_of(slot[0], call);
   long mode = mode_of(slot[1], call);
   released([&] { (core_of(self).*open)(group, static_cast<int>(mode)); });
+  if (CheckState* check = state_of(self).check.get()) {
+    if (kind == EpochKind::Post) {
+      check->posted(group);
+    } else {
+      check->started(group);
+    }
+  }
   return new_epoch(reinterpret_cast<PyObject*>(self), kind, 0);
 }
 
@@ -144,6 +163,7 @@ PyObject* test(WindowObject* self) {
   check_open(self, "test");
   bool done = false;
   released([&] { done = core_of(self).test(); });
+  if (done && !checked_step(self, [](CheckState& check) { check.waited(); })) return nullptr;
   return PyBool_FromLong(done);
 }
 
@@ -194,6 +214,18 @@ bool interrupted_as_granted(GiveBack&& give_back) {
   return true;
 }
 
+// The checker's step after a lock was granted (before interrupted_as_granted looks for a
+// signal that came meanwhile) failed (a KeyboardInterrupt, as a Ctrl-C raises):
+// the lock goes back, plainly, before the error leaves the lock call, so that an exception out
+// of a lock call always means "not locked". The step's error stays the one raised.
+template <class Release>
+void given_back(WindowObject* self, const char* call, int completed, Release&& release) {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (!synchronize(self, call, completed, release)) PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
+}
+
 PyObject* lock(WindowObject* self, PyObject** slot) {
   check_open(self, "lock");
   int rank = rank_of(self, slot[0], "lock", "rank", false);
@@ -201,6 +233,11 @@ PyObject* lock(WindowObject* self, PyObject** slot) {
   long mode = mode_of(slot[2], "lock");
   check_locks(self, "lock");
   released([&] { core_of(self).lock(rank, type, static_cast<int>(mode)); });
+  bool exclusive = type == rma::kLockExclusive;
+  if (!checked_step(self, [&](CheckState& check) { check.locked(rank, exclusive); })) {
+    given_back(self, "unlock", rank, [&] { core_of(self).unlock(rank); });
+    return nullptr;
+  }
   if (interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Lock, rank);
 }
@@ -227,6 +264,10 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
   long mode = mode_of(slot[0], "lock_all");
   check_locks(self, "lock_all");
   released([&] { core_of(self).lock_all(static_cast<int>(mode)); });
+  if (!checked_step(self, [](CheckState& check) { check.locked_all(); })) {
+    given_back(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); });
+    return nullptr;
+  }
   if (interrupted_as_granted([&] { return window_calls::unlock_all(self); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::LockAll, 0);
 }
@@ -264,13 +305,16 @@ PyObject* flush_every(WindowObject* self, const char* call, bool local) {
 PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all", false); }
 PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_local_all", true); }
 
-// _check_start(comm, world, name): RMA_CHECK on for this window (rma.check.window.CheckedWindow).
+// _check_start(comm, world, name, lock_clocks): RMA_CHECK on for this window
+// (rma.check.window.CheckedWindow); lock_clocks: the core of its window of lock clocks, or None.
 PyObject* check_start(WindowObject* self, PyObject** slot) {
   auto comm = py::cast<std::shared_ptr<rma::Communicator>>(py::handle(slot[0]));
   auto world = py::cast<std::vector<int>>(py::handle(slot[1]));
   auto name = py::cast<std::string>(py::handle(slot[2]));
+  std::shared_ptr<rma::Window> lock_clocks;
+  if (given(slot[3])) lock_clocks = py::cast<std::shared_ptr<rma::Window>>(py::handle(slot[3]));
   auto checker = std::make_shared<rma::check::WindowChecker>(check_support::process_clock(), std::move(comm),
-                                                             std::move(world), std::move(name));
+                                                             std::move(world), std::move(name), std::move(lock_clocks));
   state_of(self).check = std::make_shared<CheckState>(std::move(checker));
   return py::cast(state_of(self).check).release().ptr();
 }
@@ -437,7 +481,7 @@ const MethodSpec sync_methods[] = {
         "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
     RMA_METHOD(
         "_check_start", kCheckStart, check_start,
-        "_check_start($self, /, comm, world, name)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
+        "_check_start($self, /, comm, world, name, lock_clocks)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
     RMA_METHOD0(_held_count, held_count,
                 "_held_count($self, /)\n--\n\nReturn how many buffers the window keeps for calls not yet complete."),
 };
@@ -530,23 +574,37 @@ PyTypeObject* window_type() {
 namespace window_calls {
 
 bool fence(WindowObject* self, long mode) {
-  return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); });
+  return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); }) &&
+         checked_step(self, [](CheckState& check) {
+           check.fenced("win.fence");
+           check.report();
+         });
 }
 
 bool complete(WindowObject* self) {
-  return synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); });
+  return synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); }) &&
+         checked_step(self, [](CheckState& check) { check.completed(); });
 }
 
 bool wait(WindowObject* self) {
-  return synchronize(self, "wait", rma::kProcNull, [&] { core_of(self).wait(); });  // completes no call of ours
+  return synchronize(self, "wait", rma::kProcNull, [&] { core_of(self).wait(); }) &&  // completes no call of ours
+         checked_step(self, [](CheckState& check) { check.waited(); });
 }
 
 bool unlock(WindowObject* self, int rank) {
-  return synchronize(self, "unlock", rank, [&] { core_of(self).unlock(rank); });
+  return checked_step(self, [&](CheckState& check) { check.unlocking(rank); }) &&
+         synchronize(self, "unlock", rank, [&] { core_of(self).unlock(rank); }) &&
+         checked_step(self, [&](CheckState& check) { check.unlocked(std::span<const int>(&rank, 1)); });
 }
 
 bool unlock_all(WindowObject* self) {
-  return synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); });
+  return checked_step(self, [](CheckState& check) { check.unlocking_all(); }) &&
+         synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); }) &&
+         checked_step(self, [&](CheckState& check) {
+           std::vector<int> everyone(static_cast<size_t>(core_of(self).size()));
+           for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+           check.unlocked(everyone);
+         });
 }
 
 bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done) {

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import _core
+from .._native import _core
 
-__all__ = ["start", "now", "publish", "merge", "merge_all", "hand_out", "take_in"]
+__all__ = ["start", "now", "publish", "merge", "merge_all", "meet", "hand_out", "take_in"]
 
 
 def start(rank: int, size: int) -> None:
@@ -37,6 +37,12 @@ def merge(other: Iterable[int]) -> None:
 def merge_all(clocks: Iterable[Iterable[int]]) -> None:
     """Take in what other ranks' clocks know."""
     _core.check_clock_merge_all([list(other) for other in clocks])
+
+
+def meet(comm: _core.Communicator, call: str) -> None:
+    """Publish this rank's clock and take in every member's: an allreduce (MAX) of the clocks,
+    which orders like a barrier (no rank leaves it before every rank came)."""
+    _core.check_clock_meet(comm, call)
 
 
 # Orders that rma does not see: rma.notebook's kernel runs a cell (or a pull) on every rank and

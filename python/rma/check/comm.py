@@ -32,7 +32,7 @@ class CheckedComm(Comm):
     __slots__ = ()
 
     def barrier(self) -> None:
-        clock.merge_all(super()._allgather(clock.publish(), "comm.barrier"))
+        clock.meet(self._core, "comm.barrier")  # (the clocks' allreduce is the barrier)
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
         return _merged(super().bcast((clock.publish(), obj), root))
@@ -97,4 +97,4 @@ class CheckedComm(Comm):
         """Before a reduction: every rank's clock to every rank. Nothing this rank does comes
         between the exchange and the reduction, so merging first orders what merging after
         would, and a reduction that fails on one rank (sizes differ) leaves no rank waiting."""
-        clock.merge_all(Comm._allgather(self, clock.publish(), "comm (RMA_CHECK's clocks)"))
+        clock.meet(self._core, "comm (RMA_CHECK's clocks)")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .._native import _core
 
 __all__ = ["WatchedArray", "spans_of"]
 

@@ -1,6 +1,9 @@
 #include "check/window_checker.hpp"
 
+#include <algorithm>
+
 #include "runtime/wire.hpp"
+#include "window/reduce.hpp"
 
 namespace rma::check {
 
@@ -35,7 +38,7 @@ std::vector<int64_t> take_clock(std::span<const std::byte> data, size_t& positio
 }  // namespace
 
 WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world,
-                             std::string window)
+                             std::string window, std::shared_ptr<Window> lock_clocks)
     : clock_(clock),
       comm_(std::move(comm)),
       world_(std::move(world)),
@@ -43,7 +46,8 @@ WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> c
       rank_(comm_->rank()),
       journal_(window_),
       sent_(world_.size(), 0),
-      received_(world_.size(), 0) {
+      received_(world_.size(), 0),
+      lock_clocks_(std::move(lock_clocks)) {
   listen_ = comm_->irecv(Communicator::kAnySource, kAccessesTag, "RMA_CHECK's receive");
 }
 
@@ -268,26 +272,71 @@ void WindowChecker::take_completes(std::span<const int> group) {
   drain();
 }
 
-void WindowChecker::exchange_all(const CallName& call) {
-  std::vector<int> everyone(world_.size());
-  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
-  complete(everyone);
-  clock_.publish();
-  std::vector<Bytes> items(world_.size());
-  for (int r : everyone) {
-    append_clock(items[r], clock_.entries());
-    wire::append<int64_t>(items[r], sent_[r]);
-    std::vector<std::byte> accesses = take_outgoing_bytes(r);
-    items[r].insert(items[r].end(), accesses.begin(), accesses.end());
+void WindowChecker::locked(int target, bool exclusive) {
+  drain();
+  // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
+  size_t width = clock_.entries().size();
+  std::vector<int64_t> earlier(width);
+  uint64_t row = exclusive ? 0 : width * sizeof(int64_t);
+  lock_clocks_->get(target, earlier.data(), Region::contiguous(row, width * sizeof(int64_t), sizeof(int64_t)),
+                    "lock (RMA_CHECK's lock clocks)");
+  lock_clocks_->flush_all("lock (RMA_CHECK's lock clocks)");
+  clock_.merge(earlier);
+  new_epoch(exclusive ? "exclusive lock" : "shared lock", " on rank " + std::to_string(target));
+}
+
+void WindowChecker::locked_all() {
+  drain();
+  size_t width = clock_.entries().size();
+  std::vector<int64_t> earlier(width * world_.size());
+  for (size_t target = 0; target < world_.size(); ++target) {
+    lock_clocks_->get(static_cast<int>(target), earlier.data() + target * width,
+                      Region::contiguous(width * sizeof(int64_t), width * sizeof(int64_t), sizeof(int64_t)),
+                      "lock_all (RMA_CHECK's lock clocks)");
   }
-  std::vector<Bytes> received = comm_->alltoall(items, call);
+  lock_clocks_->flush_all("lock_all (RMA_CHECK's lock clocks)");
+  for (size_t target = 0; target < world_.size(); ++target) {
+    clock_.merge(std::span<const int64_t>(earlier).subspan(target * width, width));
+  }
+  new_epoch("lock_all");
+}
+
+void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
+  complete(targets);
+  clock_.publish();
+  const std::vector<int64_t>& now = clock_.entries();
+  uint64_t bytes = now.size() * sizeof(int64_t);
+  for (int target : targets) {
+    for (uint64_t row : {uint64_t{0}, bytes}) {
+      if (row != 0 && !exclusive) continue;
+      lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, now.data(),
+                               Region::contiguous(row, bytes, sizeof(int64_t)), "unlock (RMA_CHECK's lock clocks)");
+    }
+  }
+  lock_clocks_->flush_all("unlock (RMA_CHECK's lock clocks)");
+  for (int target : targets) send(target);
+}
+
+void WindowChecker::exchange_all(const CallName& call) {
+  int n = size();
+  std::vector<int> everyone(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) everyone[r] = r;
+  complete(everyone);
+  for (int r : everyone) send(r);  // (this rank's own go to its journal)
+  clock_.publish();
+  // One allreduce (MAX) carries every rank's clock and, row by row, how many messages of
+  // accesses each rank has sent each other: counts only grow, so MAX keeps each sender's row.
+  const std::vector<int64_t>& entries = clock_.entries();
+  size_t width = entries.size();
+  std::vector<int64_t> cells(width + static_cast<size_t>(n) * n, 0);
+  std::copy(entries.begin(), entries.end(), cells.begin());
+  std::copy(sent_.begin(), sent_.end(), cells.begin() + width + static_cast<size_t>(rank_) * n);
+  auto bytes = std::as_writable_bytes(std::span<int64_t>(cells));
+  comm_->allreduce(bytes, bytes, ElementType::Int64, ReduceOp::Max, call);
+  clock_.merge(std::span<const int64_t>(cells).first(width));
   for (int origin : everyone) {
-    std::span<const std::byte> bytes = received[origin];
-    size_t position = 0;
-    clock_.merge(take_clock(bytes, position));
-    auto sent = wire::take<int64_t>(bytes, position);
-    learn(decode(bytes.subspan(position)));
-    while (received_[origin] < sent) take_batch();  // what it sent without a collective call
+    int64_t sent = cells[width + static_cast<size_t>(origin) * n + rank_];
+    while (received_[origin] < sent) take_batch();  // what it sent before the fence
   }
   journal_.clear();
   new_epoch("fence");

@@ -7,15 +7,20 @@
 // conflict among them is found at the call. A completing call (flush, unlock, complete, fence)
 // stamps the accesses it completes with this rank's next publication of its clock, and they
 // travel to their target, whose journal compares them with the other origins' accesses:
-// - fence and free: every rank hands every other rank its accesses in one exchange, with its
-//   clock; the journals then forget, as a fence orders everything before it before everything
-//   after it;
+// - fence and free: every rank sends every other rank its accesses, then one allreduce takes
+//   in every rank's clock and how many messages of accesses each sent each other, so that each
+//   waits for all of its own; the journals then forget, as a fence orders everything before it
+//   before everything after it;
 // - post/start/complete/wait: post sends the target's clock to the origins of its group (start
 //   takes it before the first access to that target), complete sends the origin's clock and
 //   accesses to each target, and wait (or a test that succeeds) takes them in;
-// - lock/unlock: the clock goes through the lock clocks (python/rma/check/window.py); the
-//   accesses go to the target in messages that it reads at its own next synchronization call,
-//   and at the latest at the next fence or free.
+// - lock/unlock: the clock goes through a second, private window (the "lock clocks", two rows
+//   of clock entries per rank): unlock leaves this rank's clock at the target (in row 0, and in
+//   row 1 too for an exclusive lock), and lock takes what earlier holders left there (an
+//   exclusive lock: row 0, every holder's; a shared one: row 1, the exclusive holders' only,
+//   since shared locks do not order each other); the accesses go to the target in messages
+//   that it reads at its own next synchronization call, and at the latest at the next fence or
+//   free.
 // Conflicts found are kept, the first only, until a call reports it (take_report).
 #pragma once
 
@@ -32,6 +37,7 @@
 #include "check/access.hpp"
 #include "check/journal.hpp"
 #include "runtime/communicator.hpp"
+#include "window/window.hpp"
 
 namespace rma::check {
 
@@ -44,8 +50,11 @@ class WindowChecker {
   static constexpr size_t kBatch = 64;
 
   // comm: the checker's communicator (ranks as the window's); world: window rank -> world rank;
-  // window: names the window in messages ("window 3").
-  WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world, std::string window);
+  // window: names the window in messages ("window 3"); lock_clocks: the lock clocks (2 *
+  // world-size int64 per rank, under a lock_all held as long as the checker is used), or null
+  // for a window without locks.
+  WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world, std::string window,
+                std::shared_ptr<Window> lock_clocks);
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(world_.size()); }
@@ -90,8 +99,16 @@ class WindowChecker {
   void send_completes(std::span<const int> group);
   // wait (or a test that succeeded): takes in the complete of each origin of group.
   void take_completes(std::span<const int> group);
-  // fence and free: every rank's accesses to every other, with its clock; then the journal
-  // forgets, and a new fence epoch begins.
+  // lock (granted): takes the clocks of target's earlier holders; a new lock epoch.
+  void locked(int target, bool exclusive);
+  // lock_all (granted): takes the clocks of every target's exclusive holders; a new epoch.
+  void locked_all();
+  // Before unlock or unlock_all, the locks still held: completes the accesses to targets,
+  // leaves this rank's published clock at each, and sends them the accesses.
+  void unlocking(std::span<const int> targets, bool exclusive);
+
+  // fence and free (collective): every rank's accesses to every other, with its clock; then
+  // the journal forgets, and a new fence epoch begins.
   void exchange_all(const CallName& call);
 
   // ---- conflicts found ----
@@ -137,6 +154,7 @@ class WindowChecker {
   std::map<MadeKey, AccessRef> made_;
   std::vector<int64_t> sent_, received_;  // messages of accesses, by peer
   std::shared_ptr<PendingReceive> listen_;
+  std::shared_ptr<Window> lock_clocks_;
   std::set<int> posts_;  // start's targets whose post clock has not come yet
   int epochs_ = 0;
   std::string epoch_ = "epoch 0";  // before the first fence
