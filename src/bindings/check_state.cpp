@@ -64,7 +64,10 @@ uint64_t CheckState::record(int target, const std::string& call, AccessKind kind
   staged_ = false;
   uint64_t serial = ++serial_;
   if (region.elements() == 0) return serial;
-  checker_->take_post(target);  // (start's post clock comes before the first access to that target)
+  if (checker_->awaits_post(target)) {  // start's post clock comes before the first access to that target
+    py::gil_scoped_release released;
+    checker_->take_post(target);
+  }
   bool found = false;
   rma::check::AccessRef access =
       checker_->record(target, call.c_str(), kind, op, dtype, spans_of(region), check_support::call_site(), found);

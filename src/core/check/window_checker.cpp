@@ -47,7 +47,9 @@ WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> c
       journal_(window_),
       sent_(world_.size(), 0),
       received_(world_.size(), 0),
-      lock_clocks_(std::move(lock_clocks)) {
+      lock_clocks_(std::move(lock_clocks)),
+      lock_clocks_in_(clock.entries().size() * world_.size(), 0),
+      lock_clocks_out_(clock.entries().size(), 0) {
   listen_ = comm_->irecv(Communicator::kAnySource, kAccessesTag, "RMA_CHECK's receive");
 }
 
@@ -276,7 +278,7 @@ void WindowChecker::locked(int target, bool exclusive) {
   drain();
   // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
   size_t width = clock_.entries().size();
-  std::vector<int64_t> earlier(width);
+  std::span<int64_t> earlier = std::span<int64_t>(lock_clocks_in_).subspan(target * width, width);
   uint64_t row = exclusive ? 0 : width * sizeof(int64_t);
   lock_clocks_->get(target, earlier.data(), Region::contiguous(row, width * sizeof(int64_t), sizeof(int64_t)),
                     "lock (RMA_CHECK's lock clocks)");
@@ -288,15 +290,14 @@ void WindowChecker::locked(int target, bool exclusive) {
 void WindowChecker::locked_all() {
   drain();
   size_t width = clock_.entries().size();
-  std::vector<int64_t> earlier(width * world_.size());
   for (size_t target = 0; target < world_.size(); ++target) {
-    lock_clocks_->get(static_cast<int>(target), earlier.data() + target * width,
+    lock_clocks_->get(static_cast<int>(target), lock_clocks_in_.data() + target * width,
                       Region::contiguous(width * sizeof(int64_t), width * sizeof(int64_t), sizeof(int64_t)),
                       "lock_all (RMA_CHECK's lock clocks)");
   }
   lock_clocks_->flush_all("lock_all (RMA_CHECK's lock clocks)");
   for (size_t target = 0; target < world_.size(); ++target) {
-    clock_.merge(std::span<const int64_t>(earlier).subspan(target * width, width));
+    clock_.merge(std::span<const int64_t>(lock_clocks_in_).subspan(target * width, width));
   }
   new_epoch("lock_all");
 }
@@ -304,12 +305,12 @@ void WindowChecker::locked_all() {
 void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
   complete(targets);
   clock_.publish();
-  const std::vector<int64_t>& now = clock_.entries();
-  uint64_t bytes = now.size() * sizeof(int64_t);
+  lock_clocks_out_ = clock_.entries();  // (the same size each time: its memory stays where the calls read it)
+  uint64_t bytes = lock_clocks_out_.size() * sizeof(int64_t);
   for (int target : targets) {
     for (uint64_t row : {uint64_t{0}, bytes}) {
       if (row != 0 && !exclusive) continue;
-      lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, now.data(),
+      lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, lock_clocks_out_.data(),
                                Region::contiguous(row, bytes, sizeof(int64_t)), "unlock (RMA_CHECK's lock clocks)");
     }
   }

@@ -92,6 +92,8 @@ class WindowChecker {
   void post(std::span<const int> group);
   // start's targets: their post clock is taken before the first access to them.
   void expect_posts(std::span<const int> group);
+  // Whether target's post clock is still to come (take_post then waits for it).
+  bool awaits_post(int target) const { return posts_.contains(target); }
   // Takes target's post clock if it is expected (waiting for it).
   void take_post(int target);
   // complete: takes the post clocks not taken yet, completes the accesses to group and sends
@@ -155,6 +157,11 @@ class WindowChecker {
   std::vector<int64_t> sent_, received_;  // messages of accesses, by peer
   std::shared_ptr<PendingReceive> listen_;
   std::shared_ptr<Window> lock_clocks_;
+  // What the lock clocks' gets fill (a row per target) and what their accumulates read: the
+  // checker's own, not a call's, as a Ctrl-C may end the flush that completes those calls and
+  // leave them in flight, writing and reading here until the next flush completes them.
+  std::vector<int64_t> lock_clocks_in_;
+  std::vector<int64_t> lock_clocks_out_;
   std::set<int> posts_;  // start's targets whose post clock has not come yet
   int epochs_ = 0;
   std::string epoch_ = "epoch 0";  // before the first fence
