@@ -268,21 +268,32 @@ CodeInfo& info_of(PyCodeObject* code) {
       .first->second;
 }
 
+// A frame's place in its code: the last instruction where Python has it (3.11 on), else the
+// line, which Python computes from the line table at each ask.
 struct SiteKey {
   PyCodeObject* code;
-  int line;
+  int place;
   bool operator==(const SiteKey&) const = default;
 };
 struct SiteHash {
   size_t operator()(const SiteKey& key) const {
-    return std::hash<void*>()(key.code) ^ (static_cast<size_t>(key.line) * 0x9e3779b97f4a7c15ULL);
+    return std::hash<void*>()(key.code) ^ (static_cast<size_t>(key.place) * 0x9e3779b97f4a7c15ULL);
   }
 };
+
+int place_of(PyFrameObject* frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return PyFrame_GetLasti(frame);
+#else
+  return PyFrame_GetLineNumber(frame);
+#endif
+}
 
 }  // namespace
 
 const std::string& call_site() {
   static auto* sites = new std::unordered_map<SiteKey, std::string, SiteHash>();  // (elements never move)
+  // (Sites are strings the checker's records point to: never freed, and one per place.)
   static const std::string unknown = "?";
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
@@ -291,10 +302,9 @@ const std::string& call_site() {
     CodeInfo& info = info_of(code);
     Py_DECREF(code);
     if (!info.library) {
-      int line = PyFrame_GetLineNumber(frame);
+      auto [site, fresh] = sites->try_emplace(SiteKey{code, place_of(frame)});
+      if (fresh) site->second = info.file + ":" + std::to_string(PyFrame_GetLineNumber(frame));
       Py_DECREF(frame);
-      auto [site, fresh] = sites->try_emplace(SiteKey{code, line});
-      if (fresh) site->second = info.file + ":" + std::to_string(line);
       return site->second;
     }
     PyFrameObject* back = PyFrame_GetBack(frame);

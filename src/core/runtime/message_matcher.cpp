@@ -1,6 +1,7 @@
 #include "runtime/message_matcher.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace rma {
 
@@ -12,9 +13,11 @@ bool MessageMatcher::matches(const Receive& receive, int source, int32_t tag) {
 
 void MessageMatcher::queue_unexpected(Message&& message, uint32_t context) {
   auto& queue = unexpected_[Key{context, message.source, message.tag}];
-  // In arrival order: a withdrawn receive's message goes back before later ones.
-  auto place =
-      std::find_if(queue.begin(), queue.end(), [&](const Message& queued) { return queued.arrival > message.arrival; });
+  // In arrival order: a withdrawn receive's message goes back before later ones. Looked for
+  // from the back, where a new message goes: a queue of many unexpected messages (a peer that
+  // sends while this rank does not receive) would otherwise cost a scan of it per arrival.
+  auto place = queue.end();
+  while (place != queue.begin() && std::prev(place)->arrival > message.arrival) --place;
   queue.insert(place, std::move(message));
 }
 
