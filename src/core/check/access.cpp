@@ -46,6 +46,16 @@ Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair
   return merged(std::move(runs));
 }
 
+std::vector<uint64_t> bounds_of(const Spans& spans) {
+  std::vector<uint64_t> bounds;
+  bounds.reserve(spans.size() * 2);
+  for (const Span& span : spans) {
+    bounds.push_back(span.start);
+    bounds.push_back(span.stop);
+  }
+  return bounds;
+}
+
 std::optional<Span> overlap(const Spans& a, const Spans& b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {

@@ -66,6 +66,9 @@ Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair
 // Sorts and merges runs of bytes into spans.
 Spans merged(std::vector<Span> runs);
 
+// The spans' starts and stops in one list (a key of maps of accesses).
+std::vector<uint64_t> bounds_of(const Spans& spans);
+
 // The first byte range two span lists share.
 std::optional<Span> overlap(const Spans& a, const Spans& b);
 // Why two accesses to overlapping bytes conflict if they are concurrent; nothing if they may be.

@@ -4,23 +4,11 @@
 
 namespace rma::check {
 
-namespace {
-std::vector<uint64_t> flat(const Spans& spans) {
-  std::vector<uint64_t> bounds;
-  bounds.reserve(spans.size() * 2);
-  for (const Span& span : spans) {
-    bounds.push_back(span.start);
-    bounds.push_back(span.stop);
-  }
-  return bounds;
-}
-}  // namespace
-
 std::optional<std::string> Journal::add(std::vector<Access> accesses) {
   std::optional<std::string> found;
   for (Access& access : accesses) {
     if (!found) found = check(access);
-    Shape shape{access.origin, access.site, access.kind, access.op, access.dtype, flat(access.spans)};
+    Shape shape{access.origin, access.site, access.kind, access.op, access.dtype, bounds_of(access.spans)};
     auto [where, fresh] = index_.try_emplace(std::move(shape), shapes_.size());
     if (fresh) shapes_.emplace_back();
     std::deque<Access>& kept = shapes_[where->second];

@@ -12,16 +12,6 @@ namespace {
 // Tags of the checker's messages, on its own communicator.
 constexpr int kPostTag = 1, kCompleteTag = 2, kAccessesTag = 3;
 
-std::vector<uint64_t> bounds_of(const Spans& spans) {
-  std::vector<uint64_t> bounds;
-  bounds.reserve(spans.size() * 2);
-  for (const Span& span : spans) {
-    bounds.push_back(span.start);
-    bounds.push_back(span.stop);
-  }
-  return bounds;
-}
-
 void append_clock(std::vector<std::byte>& out, const std::vector<int64_t>& entries) {
   wire::append<uint32_t>(out, static_cast<uint32_t>(entries.size()));
   for (int64_t entry : entries) wire::append(out, entry);
