@@ -48,20 +48,18 @@ rma::check::Spans spans_of(const rma::Region& region) {
 
 }  // namespace
 
-std::byte* CheckState::stage(const arguments::Operand& result, PyObject* given) {
-  staged_ = false;
+py::object CheckState::stage(const arguments::Operand& result, PyObject* given) {
   if (result.array.ptr() != given || Py_TYPE(given) != py::detail::npy_api::get().PyArray_Type_ || result.bytes == 0) {
-    return nullptr;
+    return {};
   }
-  staging_.assign(result.bytes, std::byte{0});
-  staged_ = true;
-  return staging_.data();
+  PyObject* staged = PyByteArray_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(result.bytes));
+  if (staged == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(staged);
 }
 
 uint64_t CheckState::record(int target, const std::string& call, AccessKind kind, std::string_view op,
-                            std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result) {
-  bool staged = staged_;
-  staged_ = false;
+                            std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result,
+                            PyObject* staged) {
   uint64_t serial = ++serial_;
   if (region.elements() == 0) return serial;
   if (checker_->awaits_post(target)) {  // start's post clock comes before the first access to that target
@@ -72,13 +70,12 @@ uint64_t CheckState::record(int target, const std::string& call, AccessKind kind
   rma::check::AccessRef access =
       checker_->record(target, call.c_str(), kind, op, dtype, spans_of(region), check_support::call_site(), found);
   std::vector<Watched>& watched = watched_[target];
+  if (staged != nullptr && result != nullptr) {  // (first: its digest is C's, so nothing comes between)
+    watched.push_back({serial, py::reinterpret_borrow<py::object>(result), digest_of(result), access, true,
+                       py::reinterpret_borrow<py::object>(staged)});
+  }
   if (origin != nullptr && elements_of(origin) > 0) {
     watched.push_back({serial, py::reinterpret_borrow<py::object>(origin), digest_of(origin), access, false, {}});
-  }
-  if (staged && result != nullptr) {
-    watched.push_back(
-        {serial, py::reinterpret_borrow<py::object>(result), digest_of(result), access, true, std::move(staging_)});
-    staging_ = {};
   }
   if (found) report();  // at the call itself
   return serial;
@@ -103,7 +100,8 @@ void CheckState::finish(std::vector<Watched> entries) {
   }
   for (const Watched& entry : entries) {
     if (entry.result) {
-      std::memcpy(py::detail::array_proxy(entry.array.ptr())->data, entry.staged.data(), entry.staged.size());
+      std::memcpy(py::detail::array_proxy(entry.array.ptr())->data, PyByteArray_AS_STRING(entry.staged.ptr()),
+                  static_cast<size_t>(PyByteArray_GET_SIZE(entry.staged.ptr())));
     }
   }
   checker_->keep(std::move(found));
@@ -122,7 +120,10 @@ void CheckState::completed_here(std::span<const int> targets) {
 
 void CheckState::request_completed(int target, uint64_t serial) {
   auto watched = watched_.find(target);
-  if (watched == watched_.end()) return;  // (a flush or unlock completed it first)
+  if (watched == watched_.end()) {  // (a flush or unlock completed it first)
+    report();
+    return;
+  }
   std::vector<Watched> mine, others;
   for (Watched& entry : watched->second) (entry.serial == serial ? mine : others).push_back(std::move(entry));
   watched->second = std::move(others);
@@ -222,6 +223,11 @@ void CheckState::unlocking_all() {
   for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
   py::gil_scoped_release released;
   checker_->unlocking(everyone, false);
+}
+
+void CheckState::synced() {
+  checker_->drain();
+  report();
 }
 
 void CheckState::unlocked(std::span<const int> targets) {

@@ -33,14 +33,16 @@ class CheckState {
   rma::check::WindowChecker& checker() { return *checker_; }
 
   // Before a call that fills `result` (the caller's array, used in place): a private buffer
-  // the call should fill instead, or null when the array is not watched.
-  std::byte* stage(const arguments::Operand& result, PyObject* given);
+  // (a bytearray) the call should fill instead, or null when the array is not watched. The
+  // caller holds it as long as the call may write into it, whatever the checker does.
+  pybind11::object stage(const arguments::Operand& result, PyObject* given);
   // After a data call to target (not PROC_NULL) has returned: its access, and the watches of
-  // its origin array (null: none) and of the result staged for it. Returns the call's serial,
-  // which a request names to complete its own watches. A conflict with this origin's earlier
-  // calls is reported here (raises under RMA_CHECK=1).
+  // its origin array (null: none) and of its result array filled through `staged` (null: not
+  // staged). Returns the call's serial, which a request names to complete its own watches. A
+  // conflict with this origin's earlier calls is reported here (raises under RMA_CHECK=1).
   uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
-                  std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result);
+                  std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result,
+                  PyObject* staged);
 
   // The calls to targets completed at this rank (once the plain call that completes them has
   // returned): origin arrays are free again, result arrays get what the calls brought.
@@ -70,6 +72,7 @@ class CheckState {
   void unlocking(int target);
   void unlocking_all();
   void unlocked(std::span<const int> targets);
+  void synced();  // win.sync: the accesses other origins sent taken in
 
  private:
   struct Watched {
@@ -77,8 +80,8 @@ class CheckState {
     pybind11::object array;  // the caller's
     uint64_t digest;         // of its bytes at the call
     rma::check::AccessRef access;
-    bool result;                    // a result array (else an origin)
-    std::vector<std::byte> staged;  // what the call filled, for a result
+    bool result;              // a result array (else an origin)
+    pybind11::object staged;  // what the call filled, for a result (a bytearray)
   };
   void finish(std::vector<Watched> entries);
 
@@ -88,8 +91,6 @@ class CheckState {
   bool lock_all_ = false;
   std::vector<int> access_group_;    // start's, until complete
   std::vector<int> exposure_group_;  // post's, until wait
-  std::vector<std::byte> staging_;   // stage()'s buffer until record() takes it
-  bool staged_ = false;
   uint64_t serial_ = 0;
 };
 

@@ -5,8 +5,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <optional>
-
 #include "check/vector_clock.hpp"
 #include "check_state.hpp"
 #include "errors.hpp"
@@ -16,32 +14,32 @@ namespace py = pybind11;
 using rma::check::VectorClock;
 
 namespace {
-std::optional<VectorClock>& clock_slot() {
-  static auto* clock = new std::optional<VectorClock>();  // (never destroyed: windows may outlive the module's end)
-  return *clock;
+// The clock of the current world. A clock is never destroyed: the checkers of windows made in
+// an earlier world (rma.init again after rma.finalize) keep theirs, and windows may outlive the
+// module's end.
+VectorClock*& current_clock() {
+  static VectorClock* clock = nullptr;
+  return clock;
 }
-
 }  // namespace
 
 namespace check_support {
 VectorClock& process_clock() {
-  if (!clock_slot()) throw rma::RmaError("rma: RMA_CHECK: the clock is made by rma.init() under RMA_CHECK");
-  return *clock_slot();
+  if (current_clock() == nullptr) {
+    throw rma::RmaError("rma: RMA_CHECK: the clock is made by rma.init() under RMA_CHECK");
+  }
+  return *current_clock();
 }
 }  // namespace check_support
 
 void register_check(py::module_& m) {
   using check_support::process_clock;
   m.def(
-      "check_clock_start", [](int rank, int size) { clock_slot().emplace(rank, size); },
+      "check_clock_start", [](int rank, int size) { current_clock() = new VectorClock(rank, size); },
       "Make this process's RMA_CHECK clock: rma.init() calls it under RMA_CHECK.");
-  m.def("check_clock_running", [] { return clock_slot().has_value(); }, "Whether the RMA_CHECK clock was made.");
+  m.def("check_clock_running", [] { return current_clock() != nullptr; }, "Whether the RMA_CHECK clock was made.");
   m.def(
-      "check_clock_publish",
-      [] {
-        process_clock().publish();
-        return process_clock().entries();
-      },
+      "check_clock_publish", [] { return process_clock().publish(); },
       "Advance this rank's entry of the clock and return the clock to hand on.");
   m.def("check_clock_now", [] { return process_clock().entries(); }, "Return the clock as it stands.");
   m.def(
@@ -58,8 +56,7 @@ void register_check(py::module_& m) {
       "check_clock_meet",
       [](rma::Communicator& comm, const std::string& call) {
         VectorClock& clock = process_clock();
-        clock.publish();
-        std::vector<int64_t> merged = clock.entries();
+        std::vector<int64_t> merged = clock.publish();
         {
           py::gil_scoped_release released;
           auto bytes = std::as_writable_bytes(std::span<int64_t>(merged));

@@ -116,6 +116,9 @@ Operand origin_of(WindowObject* self, PyObject* value, const TargetLayout& layou
 struct Result {
   Operand operand;
   PyObject* given;  // the caller's array (borrowed: it is an argument of the call)
+  // RMA_CHECK: the private buffer (a bytearray) the call fills instead, held as long as the
+  // call may write into it; null when not staged.
+  py::object staged = {};
   bool stand_in() const { return operand.array.ptr() != given; }
 };
 
@@ -148,6 +151,7 @@ void keep(WindowObject* self, int rank, const Operand* origin, const Result* res
   if (origin != nullptr && origin->array) held.hold(rank, origin->array);
   if (result != nullptr) {
     held.hold(rank, result->operand.array);
+    if (result->staged) held.hold(rank, result->staged);
     if (result->stand_in())
       held.copy_back(rank, py::reinterpret_borrow<py::object>(result->given), result->operand.array);
   }
@@ -164,8 +168,8 @@ CheckState* checking(WindowObject* self, int rank) {
 // A result the checker watches is filled through a private buffer.
 void stage(WindowObject* self, int rank, Result& result) {
   if (CheckState* check = checking(self, rank)) {
-    if (std::byte* staged = check->stage(result.operand, result.given))
-      result.operand.data = reinterpret_cast<char*>(staged);
+    result.staged = check->stage(result.operand, result.given);
+    if (result.staged) result.operand.data = PyByteArray_AS_STRING(result.staged.ptr());
   }
 }
 
@@ -180,12 +184,13 @@ const std::string& dtype_name(PyObject* dtype) {
 
 // Records the call; returns its serial (0 when the window is not checked).
 uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind, std::string_view op, PyObject* dtype,
-                 const rma::Region& region, PyObject* origin, PyObject* result) {
+                 const rma::Region& region, PyObject* origin, const Result* result) {
   CheckState* check = checking(self, rank);
   if (check == nullptr) return 0;
   std::string_view element = dtype != nullptr ? std::string_view(dtype_name(dtype)) : std::string_view();
   return check->record(rank, std::string("win.") + call, kind, op, element, region,
-                       origin != nullptr && arguments::is_array(origin) ? origin : nullptr, result);
+                       origin != nullptr && arguments::is_array(origin) ? origin : nullptr,
+                       result != nullptr ? result->given : nullptr, result != nullptr ? result->staged.ptr() : nullptr);
 }
 
 AccessKind accumulate_kind(rma::ReduceOp op, bool fetches) {
@@ -224,7 +229,7 @@ uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   Operand& out = result.operand;
   rma::Window& core = core_of(self);
   auto record = [&](const rma::Region& region) {
-    return checked(self, rank, call, AccessKind::Read, "", nullptr, region, nullptr, result.given);
+    return checked(self, rank, call, AccessKind::Read, "", nullptr, region, nullptr, &result);
   };
   if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
@@ -266,7 +271,7 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
   auto record = [&](const rma::Region& region) {
     return checked(self, rank, call, accumulate_kind(op, result.has_value()),
                    rma::kReduceOpNames[static_cast<size_t>(op)], data.dtype, region, origin,
-                   result ? result->given : nullptr);
+                   result ? &*result : nullptr);
   };
   if (!given(target) && rank != rma::kProcNull && !(result && result->stand_in())) {
     uint64_t offset = offset_of(self, rank, disp, call);
@@ -306,7 +311,7 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   uint64_t offset = offset_of(self, rank, slot[4], call);
   rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
   auto record = [&] {
-    return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, region, slot[0], result.given);
+    return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, region, slot[0], &result);
   };
   if (rank != rma::kProcNull && !result.stand_in() &&
       core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {

@@ -322,6 +322,7 @@ PyObject* check_start(WindowObject* self, PyObject** slot) {
 PyObject* sync(WindowObject* self) {
   check_open(self, "sync");
   core_of(self).sync();
+  if (!checked_step(self, [](CheckState& check) { check.synced(); })) return nullptr;
   return none();
 }
 

@@ -93,8 +93,12 @@ class CheckedWindow(Window):
     def free(self):
         if self._core.freed:
             return super().free()
+        # The plain free first: it may refuse (an epoch still open), and then no call may count
+        # as completed (a get in flight still fills its result later) and the lock clocks stay
+        # for the next try. Once it is done, every call completed: the checker's exchange, on a
+        # communicator of its own, does not need the window.
+        super().free()
         self._ck.exchange("win.free")
-        super().free()  # may refuse (an epoch still open): the lock clocks stay for the next try
         if self._ck_clocks is not None:
             self._ck_clocks.unlock_all()
             self._ck_clocks.free()

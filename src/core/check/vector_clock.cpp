@@ -6,22 +6,37 @@
 
 namespace rma::check {
 
-VectorClock::VectorClock(int rank, int size) : rank_(rank), entries_(static_cast<size_t>(size), 0) {
-  if (rank < 0 || rank >= size)
+VectorClock::VectorClock(int rank, int size) : rank_(rank), size_(size), entries_(static_cast<size_t>(size), 0) {
+  if (rank < 0 || rank >= size) {
     throw RmaError("rma: RMA_CHECK: a clock of rank " + std::to_string(rank) + " of " + std::to_string(size));
+  }
 }
 
-const ClockStamp& VectorClock::now() {
+std::vector<int64_t> VectorClock::entries() const {
+  std::lock_guard lock(mutex_);
+  return entries_;
+}
+
+ClockStamp VectorClock::now() {
+  std::lock_guard lock(mutex_);
   if (!now_) now_ = std::make_shared<const std::vector<int64_t>>(entries_);
   return now_;
 }
 
-void VectorClock::publish() {
+int64_t VectorClock::next_publication() const {
+  std::lock_guard lock(mutex_);
+  return entries_[rank_] + 1;
+}
+
+std::vector<int64_t> VectorClock::publish() {
+  std::lock_guard lock(mutex_);
   ++entries_[rank_];
   now_.reset();
+  return entries_;
 }
 
 void VectorClock::merge(std::span<const int64_t> other) {
+  std::lock_guard lock(mutex_);
   bool moved = false;
   size_t count = std::min(other.size(), entries_.size());
   for (size_t i = 0; i < count; ++i) {
@@ -31,6 +46,11 @@ void VectorClock::merge(std::span<const int64_t> other) {
     }
   }
   if (moved) now_.reset();
+}
+
+int64_t VectorClock::take_tick() {
+  std::lock_guard lock(mutex_);
+  return tick_++;
 }
 
 }  // namespace rma::check

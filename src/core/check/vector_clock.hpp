@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -19,30 +20,34 @@ namespace rma::check {
 // The clock as it stood at a call: shared by every access made before it moved.
 using ClockStamp = std::shared_ptr<const std::vector<int64_t>>;
 
+// One per process, shared by every window's checker and the communicator's: its calls may
+// come from several threads (a window's step runs with the GIL released), so each takes a lock.
 class VectorClock {
  public:
   VectorClock(int rank, int size);
 
   int rank() const noexcept { return rank_; }
-  int size() const noexcept { return static_cast<int>(entries_.size()); }
-  const std::vector<int64_t>& entries() const noexcept { return entries_; }
+  int size() const noexcept { return size_; }
+  std::vector<int64_t> entries() const;
 
   // The clock as it stands: the same stamp until the clock moves.
-  const ClockStamp& now();
+  ClockStamp now();
   // This rank's entry as its next publication will make it.
-  int64_t next_publication() const noexcept { return entries_[rank_] + 1; }
-  // Advances this rank's own entry (what it hands on is then now()).
-  void publish();
+  int64_t next_publication() const;
+  // Advances this rank's own entry; returns the clock to hand on.
+  std::vector<int64_t> publish();
   // Takes in what another rank's clock knows (entries beyond this clock's size are ignored).
   void merge(std::span<const int64_t> other);
-
-  // Counts this rank's calls, in program order: orders the accesses of one origin.
-  int64_t tick = 0;
+  // This rank's call count (program order: it orders the accesses of one origin), counted on.
+  int64_t take_tick();
 
  private:
+  mutable std::mutex mutex_;
   int rank_;
+  int size_;
   std::vector<int64_t> entries_;
   ClockStamp now_;
+  int64_t tick_ = 0;
 };
 
 }  // namespace rma::check

@@ -38,13 +38,11 @@ WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> c
       sent_(world_.size(), 0),
       received_(world_.size(), 0),
       lock_clocks_(std::move(lock_clocks)),
-      lock_clocks_in_(clock.entries().size() * world_.size(), 0),
-      lock_clocks_out_(clock.entries().size(), 0) {
-  listen_ = comm_->irecv(Communicator::kAnySource, kAccessesTag, "RMA_CHECK's receive");
-}
+      lock_clocks_in_(static_cast<size_t>(clock.size()) * world_.size(), 0),
+      lock_clocks_out_(static_cast<size_t>(clock.size()), 0) {}
 
 void WindowChecker::forget_made_if_moved() {
-  const ClockStamp& now = clock_.now();
+  ClockStamp now = clock_.now();
   if (now != made_at_) {  // the clock moved: accesses made before are of another time
     made_at_ = now;
     made_.clear();
@@ -55,6 +53,7 @@ AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, s
                                 std::string_view dtype, Spans spans, const std::string& site, bool& found_now) {
   found_now = false;
   forget_made_if_moved();
+  int64_t tick = clock_.take_tick();
   MadeKey key{target, call, kind, op, dtype, &site, bounds_of(spans)};
   auto known = made_.find(key);
   AccessRef access;
@@ -71,7 +70,7 @@ AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, s
     made->dtype = dtype;
     made->spans = std::move(spans);
     made->clock = made_at_;
-    made->tick = clock_.tick;
+    made->tick = tick;
     made->site = site;
     made->epoch = epoch_;
     access = made;
@@ -80,7 +79,6 @@ AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, s
     key.dtype = access->dtype;
     made_.emplace(std::move(key), access);
   }
-  ++clock_.tick;
   Pending& pending = inflight_[target];
   auto check = [&](const Access& earlier) {
     std::optional<std::string> why = conflict(earlier, *access);
@@ -104,6 +102,7 @@ AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, s
 void WindowChecker::direct(int target, bool store, Spans spans, const std::string& site) {
   if (spans.empty()) return;
   forget_made_if_moved();
+  int64_t tick = clock_.take_tick();
   const char* call = store ? "store" : "load";
   MadeKey key{target, call, store ? AccessKind::Write : AccessKind::Read, "", "", &site, bounds_of(spans)};
   auto known = made_.find(key);
@@ -120,15 +119,14 @@ void WindowChecker::direct(int target, bool store, Spans spans, const std::strin
     made->kind = key.kind;
     made->spans = std::move(spans);
     made->clock = made_at_;
-    made->tick = clock_.tick;
-    made->done_tick = clock_.tick;
+    made->tick = tick;
+    made->done_tick = tick;
     made->done = clock_.next_publication();
     made->site = site;
     made->epoch = epoch_;
     access = made;
     made_.emplace(std::move(key), access);
   }
-  ++clock_.tick;
   auto pending = inflight_.find(target);  // this rank's calls to the target, not completed
   if (pending != inflight_.end()) {
     for (const AccessRef& earlier : pending->second.accesses) {
@@ -156,7 +154,7 @@ void WindowChecker::new_epoch(std::string_view kind, std::string_view where) {
 }
 
 void WindowChecker::complete(std::span<const int> targets) {
-  int64_t done = clock_.next_publication(), tick = clock_.tick;
+  int64_t done = clock_.next_publication(), tick = clock_.take_tick();
   for (int target : targets) {
     auto pending = inflight_.find(target);
     if (pending == inflight_.end()) continue;
@@ -171,7 +169,6 @@ void WindowChecker::complete(std::span<const int> targets) {
     }
     inflight_.erase(pending);
   }
-  ++clock_.tick;
 }
 
 void WindowChecker::send_batches(std::span<const int> targets) {
@@ -208,22 +205,26 @@ void WindowChecker::send(int target) {
 
 void WindowChecker::learn(std::vector<Access> accesses) { keep(journal_.add(std::move(accesses))); }
 
+PendingReceive& WindowChecker::listening() {
+  if (!listen_) listen_ = comm_->irecv(Communicator::kAnySource, kAccessesTag, "RMA_CHECK's receive");
+  return *listen_;
+}
+
 void WindowChecker::drain() {
-  while (listen_->test()) take_batch();
+  while (listening().test()) take_batch();
 }
 
 void WindowChecker::take_batch() {
-  Received message = listen_->wait();
+  Received message = listening().wait();
+  listen_.reset();  // (collected: the next is posted when needed)
   ++received_[message.source];
-  listen_ = comm_->irecv(Communicator::kAnySource, kAccessesTag, "RMA_CHECK's receive");
   learn(decode(message.data));
 }
 
 void WindowChecker::post(std::span<const int> group) {
   drain();
-  clock_.publish();
   std::vector<std::byte> bytes;
-  append_clock(bytes, clock_.entries());
+  append_clock(bytes, clock_.publish());
   for (int origin : group) comm_->send(bytes, origin, kPostTag);
 }
 
@@ -234,8 +235,9 @@ void WindowChecker::expect_posts(std::span<const int> group) {
 }
 
 void WindowChecker::take_post(int target) {
-  if (posts_.erase(target) == 0) return;
+  if (!posts_.contains(target)) return;
   Bytes bytes = comm_->irecv(target, kPostTag, "win.start (RMA_CHECK's post clock)")->wait().data;
+  posts_.erase(target);  // (only once it came: an interrupted wait leaves it expected)
   size_t position = 0;
   clock_.merge(take_clock(bytes, position));
 }
@@ -243,10 +245,10 @@ void WindowChecker::take_post(int target) {
 void WindowChecker::send_completes(std::span<const int> group) {
   for (int target : std::set<int>(posts_)) take_post(target);
   complete(group);
-  clock_.publish();
+  std::vector<int64_t> now = clock_.publish();
   for (int target : group) {
     std::vector<std::byte> bytes;
-    append_clock(bytes, clock_.entries());
+    append_clock(bytes, now);
     std::vector<std::byte> accesses = take_outgoing_bytes(target);
     bytes.insert(bytes.end(), accesses.begin(), accesses.end());
     comm_->send(bytes, target, kCompleteTag);
@@ -267,7 +269,7 @@ void WindowChecker::take_completes(std::span<const int> group) {
 void WindowChecker::locked(int target, bool exclusive) {
   drain();
   // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
-  size_t width = clock_.entries().size();
+  size_t width = static_cast<size_t>(clock_.size());
   std::span<int64_t> earlier = std::span<int64_t>(lock_clocks_in_).subspan(target * width, width);
   uint64_t row = exclusive ? 0 : width * sizeof(int64_t);
   lock_clocks_->get(target, earlier.data(), Region::contiguous(row, width * sizeof(int64_t), sizeof(int64_t)),
@@ -279,7 +281,7 @@ void WindowChecker::locked(int target, bool exclusive) {
 
 void WindowChecker::locked_all() {
   drain();
-  size_t width = clock_.entries().size();
+  size_t width = static_cast<size_t>(clock_.size());
   for (size_t target = 0; target < world_.size(); ++target) {
     lock_clocks_->get(static_cast<int>(target), lock_clocks_in_.data() + target * width,
                       Region::contiguous(width * sizeof(int64_t), width * sizeof(int64_t), sizeof(int64_t)),
@@ -294,8 +296,7 @@ void WindowChecker::locked_all() {
 
 void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
   complete(targets);
-  clock_.publish();
-  lock_clocks_out_ = clock_.entries();  // (the same size each time: its memory stays where the calls read it)
+  lock_clocks_out_ = clock_.publish();  // (the same size each time: its memory stays where the calls read it)
   uint64_t bytes = lock_clocks_out_.size() * sizeof(int64_t);
   for (int target : targets) {
     for (uint64_t row : {uint64_t{0}, bytes}) {
@@ -314,10 +315,9 @@ void WindowChecker::exchange_all(const CallName& call) {
   for (int r = 0; r < n; ++r) everyone[r] = r;
   complete(everyone);
   for (int r : everyone) send(r);  // (this rank's own go to its journal)
-  clock_.publish();
+  std::vector<int64_t> entries = clock_.publish();
   // One allreduce (MAX) carries every rank's clock and, row by row, how many messages of
   // accesses each rank has sent each other: counts only grow, so MAX keeps each sender's row.
-  const std::vector<int64_t>& entries = clock_.entries();
   size_t width = entries.size();
   std::vector<int64_t> cells(width + static_cast<size_t>(n) * n, 0);
   std::copy(entries.begin(), entries.end(), cells.begin());
@@ -325,9 +325,19 @@ void WindowChecker::exchange_all(const CallName& call) {
   auto bytes = std::as_writable_bytes(std::span<int64_t>(cells));
   comm_->allreduce(bytes, bytes, ElementType::Int64, ReduceOp::Max, call);
   clock_.merge(std::span<const int64_t>(cells).first(width));
-  for (int origin : everyone) {
-    int64_t sent = cells[width + static_cast<size_t>(origin) * n + rank_];
-    while (received_[origin] < sent) take_batch();  // what it sent before the fence
+  // What each origin sent before the fence comes first from it (one rank's messages arrive
+  // in the order sent): receives of that origin take it, with the any-source receive
+  // withdrawn, so that what a faster rank sends after the fence stays for the next epoch.
+  auto sent_by = [&](int origin) { return cells[width + static_cast<size_t>(origin) * n + rank_]; };
+  if (std::any_of(everyone.begin(), everyone.end(), [&](int origin) { return received_[origin] < sent_by(origin); })) {
+    listen_.reset();  // (a message it had taken goes back, in arrival order)
+    for (int origin : everyone) {
+      while (received_[origin] < sent_by(origin)) {
+        Received message = comm_->irecv(origin, kAccessesTag, "RMA_CHECK's receive")->wait();
+        ++received_[origin];
+        learn(decode(message.data));
+      }
+    }
   }
   journal_.clear();
   new_epoch("fence");

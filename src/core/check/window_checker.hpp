@@ -9,8 +9,9 @@
 // travel to their target, whose journal compares them with the other origins' accesses:
 // - fence and free: every rank sends every other rank its accesses, then one allreduce takes
 //   in every rank's clock and how many messages of accesses each sent each other, so that each
-//   waits for all of its own; the journals then forget, as a fence orders everything before it
-//   before everything after it;
+//   takes in all of its own (from each origin, the first that many: a faster rank's messages
+//   of the next epoch stay for it); the journals then forget, as a fence orders everything
+//   before it before everything after it;
 // - post/start/complete/wait: post sends the target's clock to the origins of its group (start
 //   takes it before the first access to that target), complete sends the origin's clock and
 //   accesses to each target, and wait (or a test that succeeds) takes them in;
@@ -141,6 +142,8 @@ class WindowChecker {
 
   void learn(std::vector<Access> accesses);
   void take_batch();
+  // The any-source receive of accesses, posted when first needed after one was collected.
+  PendingReceive& listening();
   std::vector<std::byte> take_outgoing_bytes(int target);
   void forget_made_if_moved();
 
@@ -154,8 +157,8 @@ class WindowChecker {
   std::map<int, Outgoing> outgoing_;
   ClockStamp made_at_;  // the clock made_'s records were made at
   std::map<MadeKey, AccessRef> made_;
-  std::vector<int64_t> sent_, received_;  // messages of accesses, by peer
-  std::shared_ptr<PendingReceive> listen_;
+  std::vector<int64_t> sent_, received_;    // messages of accesses, by peer
+  std::shared_ptr<PendingReceive> listen_;  // (null: none posted)
   std::shared_ptr<Window> lock_clocks_;
   // What the lock clocks' gets fill (a row per target) and what their accumulates read: the
   // checker's own, not a call's, as a Ctrl-C may end the flush that completes those calls and
