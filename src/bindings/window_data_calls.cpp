@@ -65,15 +65,16 @@ uint64_t offset_of(WindowObject* self, int rank, PyObject* disp, const char* cal
   return static_cast<uint64_t>(displacement) * unit;
 }
 
+// `operand`'s elements from the byte offset on.
+rma::Region contiguous_region(uint64_t offset, const Operand& operand) {
+  return rma::Region::contiguous(offset, operand.bytes, static_cast<uint32_t>(std::max<uint64_t>(operand.itemsize, 1)));
+}
+
 // The target region of a call: `operand`'s elements from the displacement on, or the region a
 // target= index selects (the subclass's _region hook: NumPy's indexing rules).
 rma::Region region_of(WindowObject* self, int rank, PyObject* disp, PyObject* target, const Operand& operand,
                       const char* call) {
-  if (!given(target)) {
-    uint64_t offset = offset_of(self, rank, disp, call);
-    return rma::Region::contiguous(offset, operand.bytes,
-                                   static_cast<uint32_t>(std::max<uint64_t>(operand.itemsize, 1)));
-  }
+  if (!given(target)) return contiguous_region(offset_of(self, rank, disp, call), operand);
   if (disp != nullptr && arguments::integer(disp, call, "target_disp") != 0) {
     throw rma::UsageError(std::string("rma: win.") + call + ": give either target_disp or target=, not both");
   }
@@ -212,8 +213,7 @@ uint64_t put_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   if (!given(slot[3]) && rank != rma::kProcNull) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) {
-      return record(
-          rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(std::max<uint64_t>(data.itemsize, 1))));
+      return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
@@ -234,8 +234,7 @@ uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) {
-      return record(
-          rma::Region::contiguous(offset, out.bytes, static_cast<uint32_t>(std::max<uint64_t>(out.itemsize, 1))));
+      return checking(self, rank) ? record(contiguous_region(offset, out)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
@@ -277,8 +276,7 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
     uint64_t offset = offset_of(self, rank, disp, call);
     if (quick(data.bytes,
               [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
-      return record(
-          rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(std::max<uint64_t>(data.itemsize, 1))));
+      return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, disp, target, data, call);
@@ -309,18 +307,18 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   stage(self, rank, result);
   rma::Window& core = core_of(self);
   uint64_t offset = offset_of(self, rank, slot[4], call);
-  rma::Region region = rma::Region::contiguous(offset, data.bytes, static_cast<uint32_t>(data.itemsize));
-  auto record = [&] {
+  auto record = [&](const rma::Region& region) {
     return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, region, slot[0], &result);
   };
   if (rank != rma::kProcNull && !result.stand_in() &&
       core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {
-    return record();
+    return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
   }
+  rma::Region region = contiguous_region(offset, data);
   released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });
   keep(self, rank, &data, &result);
   if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);
-  return record();
+  return record(region);
 }
 
 constexpr Parameters kPut{"put", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
