@@ -2,6 +2,7 @@
 
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
@@ -40,12 +41,6 @@ uint64_t digest_of(PyObject* array) {
 
 size_t elements_of(PyObject* array) { return static_cast<size_t>(py::reinterpret_borrow<py::array>(array).size()); }
 
-rma::check::Spans spans_of(const rma::Region& region) {
-  std::vector<rma::check::Span> runs;
-  region.for_each_run([&](uint64_t offset, uint64_t length) { runs.push_back({offset, offset + length}); });
-  return rma::check::merged(std::move(runs));
-}
-
 }  // namespace
 
 py::object CheckState::stage(const arguments::Operand& result, PyObject* given) {
@@ -57,31 +52,58 @@ py::object CheckState::stage(const arguments::Operand& result, PyObject* given) 
   return py::reinterpret_steal<py::object>(staged);
 }
 
+std::span<const rma::check::Span> CheckState::spans_of(const rma::Region& region) {
+  spans_.clear();
+  region.for_each_run([&](uint64_t offset, uint64_t length) { spans_.push_back({offset, offset + length}); });
+  rma::check::merge_in_place(spans_);
+  return spans_;
+}
+
 uint64_t CheckState::record(int target, const std::string& call, AccessKind kind, std::string_view op,
-                            std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result,
-                            PyObject* staged) {
+                            std::string_view dtype, std::span<const rma::check::Span> spans, PyObject* origin,
+                            PyObject* result, PyObject* staged) {
   uint64_t serial = ++serial_;
-  if (region.elements() == 0) return serial;
+  if (spans.empty()) return serial;
   if (checker_->awaits_post(target)) {  // start's post clock comes before the first access to that target
     py::gil_scoped_release released;
     checker_->take_post(target);
   }
   bool found = false;
   rma::check::AccessRef access =
-      checker_->record(target, call.c_str(), kind, op, dtype, spans_of(region), check_support::call_site(), found);
-  std::vector<Watched>& watched = watched_[target];
+      checker_->record(target, call, kind, op, dtype, spans, check_support::call_site(), found);
   if (staged != nullptr && result != nullptr) {  // (first: its digest is C's, so nothing comes between)
-    watched.push_back({serial, py::reinterpret_borrow<py::object>(result), digest_of(result), access, true,
-                       py::reinterpret_borrow<py::object>(staged)});
+    watched_.push_back({target, serial, py::reinterpret_borrow<py::object>(result), digest_of(result), access, true,
+                        py::reinterpret_borrow<py::object>(staged)});
   }
   if (origin != nullptr && elements_of(origin) > 0) {
-    watched.push_back({serial, py::reinterpret_borrow<py::object>(origin), digest_of(origin), access, false, {}});
+    watched_.push_back(
+        {target, serial, py::reinterpret_borrow<py::object>(origin), digest_of(origin), std::move(access), false, {}});
   }
   if (found) report();  // at the call itself
   return serial;
 }
 
-void CheckState::finish(std::vector<Watched> entries) {
+template <class Done>
+void CheckState::finish_watches(Done&& done) {
+  finishing_.clear();
+  size_t kept = 0;
+  for (Watched& entry : watched_) {
+    if (done(entry)) {
+      finishing_.push_back(std::move(entry));
+    } else {
+      watched_[kept++] = std::move(entry);
+    }
+  }
+  watched_.resize(kept);
+  if (finishing_.empty()) return;
+  std::vector<Watched> entries = std::move(finishing_);  // (finish may call back into Python)
+  finishing_ = {};
+  finish(entries);
+  entries.clear();
+  finishing_ = std::move(entries);
+}
+
+void CheckState::finish(std::span<const Watched> entries) {
   // Every digest before any copy: two calls that fill one array (an error too) must not make
   // each other's change.
   std::optional<std::string> found;
@@ -108,26 +130,16 @@ void CheckState::finish(std::vector<Watched> entries) {
 }
 
 void CheckState::completed_here(std::span<const int> targets) {
-  std::vector<Watched> entries;
-  for (int target : targets) {
-    auto watched = watched_.find(target);
-    if (watched == watched_.end()) continue;
-    for (Watched& entry : watched->second) entries.push_back(std::move(entry));
-    watched_.erase(watched);
-  }
-  if (!entries.empty()) finish(std::move(entries));
+  finish_watches(
+      [&](const Watched& entry) { return std::find(targets.begin(), targets.end(), entry.target) != targets.end(); });
+}
+
+void CheckState::completed_everywhere() {
+  finish_watches([](const Watched&) { return true; });
 }
 
 void CheckState::request_completed(int target, uint64_t serial) {
-  auto watched = watched_.find(target);
-  if (watched == watched_.end()) {  // (a flush or unlock completed it first)
-    report();
-    return;
-  }
-  std::vector<Watched> mine, others;
-  for (Watched& entry : watched->second) (entry.serial == serial ? mine : others).push_back(std::move(entry));
-  watched->second = std::move(others);
-  if (!mine.empty()) finish(std::move(mine));
+  finish_watches([&](const Watched& entry) { return entry.target == target && entry.serial == serial; });
   report();
 }
 
@@ -135,7 +147,7 @@ void CheckState::flushed(std::span<const int> targets, bool local) {
   if (!local) checker_->complete(targets);  // (a flush_local orders nothing at the target)
   completed_here(targets);
   if (!local) checker_->send_batches(targets);
-  checker_->drain();
+  checker_->drain(/*poll=*/false);
   report();
 }
 
@@ -150,12 +162,13 @@ void CheckState::report() {
 }
 
 void CheckState::fenced(const char* call) {
-  std::vector<int> everyone(static_cast<size_t>(checker_->size()));
-  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
-  completed_here(everyone);
-  std::string name = std::string(call) + " (RMA_CHECK's exchange of accesses)";
+  completed_everywhere();
   py::gil_scoped_release released;
-  checker_->exchange_all([&name] { return name; });
+  exchange_for_fence(call);
+}
+
+void CheckState::exchange_for_fence(const char* call) {
+  checker_->exchange_all([call] { return std::string(call) + " (RMA_CHECK's exchange of accesses)"; });
 }
 
 void CheckState::posted(std::vector<int> group) {

@@ -40,13 +40,17 @@ class CheckState {
   // its origin array (null: none) and of its result array filled through `staged` (null: not
   // staged). Returns the call's serial, which a request names to complete its own watches. A
   // conflict with this origin's earlier calls is reported here (raises under RMA_CHECK=1).
+  // call, op, dtype: names that live as long as the process ("win.put" interned).
   uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
-                  std::string_view dtype, const rma::Region& region, PyObject* origin, PyObject* result,
+                  std::string_view dtype, std::span<const rma::check::Span> spans, PyObject* origin, PyObject* result,
                   PyObject* staged);
+  // A region's spans, for record (valid until the next call).
+  std::span<const rma::check::Span> spans_of(const rma::Region& region);
 
   // The calls to targets completed at this rank (once the plain call that completes them has
   // returned): origin arrays are free again, result arrays get what the calls brought.
   void completed_here(std::span<const int> targets);
+  void completed_everywhere();
   // One request-based call completed at this rank (its wait, or a test that succeeded).
   void request_completed(int target, uint64_t serial);
   // After a flush: the accesses completed at their targets, and completed_here unless local.
@@ -58,8 +62,12 @@ class CheckState {
   // release the GIL). A conflict is reported by the closing calls, never by an opening one
   // (post, start), which would leave its epoch open behind the exception.
   // fence and free (collective): every call completed, here and at its target, and every
-  // rank's accesses exchanged. Does not report.
+  // rank's accesses exchanged. Does not report. A fence runs the exchange in place of its
+  // barrier (exchange_for_fence, without the GIL: it passes the ranks as the barrier would),
+  // then fenced_after_exchange.
   void fenced(const char* call);
+  void exchange_for_fence(const char* call);
+  void fenced_after_exchange() { completed_everywhere(); }
   void posted(std::vector<int> group);
   void started(std::vector<int> group);
   void completed();  // complete: the access epoch's calls completed, sent to their targets
@@ -76,6 +84,7 @@ class CheckState {
 
  private:
   struct Watched {
+    int target;
     uint64_t serial;
     pybind11::object array;  // the caller's
     uint64_t digest;         // of its bytes at the call
@@ -83,11 +92,16 @@ class CheckState {
     bool result;              // a result array (else an origin)
     pybind11::object staged;  // what the call filled, for a result (a bytearray)
   };
-  void finish(std::vector<Watched> entries);
+  // Finishes the watches `done` picks (in call order), keeping the others.
+  template <class Done>
+  void finish_watches(Done&& done);
+  void finish(std::span<const Watched> entries);
 
   std::shared_ptr<rma::check::WindowChecker> checker_;
-  std::map<int, std::vector<Watched>> watched_;  // by target, in call order
-  std::map<int, bool> locks_;                    // target -> exclusive, from lock to unlock
+  std::vector<Watched> watched_;         // in call order
+  std::vector<Watched> finishing_;       // (memory reused by each completion)
+  std::vector<rma::check::Span> spans_;  // (memory reused by each record)
+  std::map<int, bool> locks_;            // target -> exclusive, from lock to unlock
   bool lock_all_ = false;
   std::vector<int> access_group_;    // start's, until complete
   std::vector<int> exposure_group_;  // post's, until wait

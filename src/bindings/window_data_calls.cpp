@@ -183,16 +183,37 @@ const std::string& dtype_name(PyObject* dtype) {
   return names->emplace(dtype, py::str(dtype).cast<std::string>()).first->second;
 }
 
+// The name of a data call in RMA_CHECK's records ("win.put"), interned.
+const std::string& call_name(const char* call) {
+  static auto* names = new std::map<const char*, const std::string*>();  // (calls are static names)
+  auto found = names->find(call);
+  if (found == names->end()) found = names->emplace(call, &rma::check::interned(std::string("win.") + call)).first;
+  return *found->second;
+}
+
+// What a call touched at its target: its region, or (a direct call's) one run of bytes.
+struct Touched {
+  const rma::Region* region = nullptr;
+  rma::check::Span run{};
+};
+
 // Records the call; returns its serial (0 when the window is not checked).
 uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind, std::string_view op, PyObject* dtype,
-                 const rma::Region& region, PyObject* origin, const Result* result) {
+                 const Touched& touched, PyObject* origin, const Result* result) {
   CheckState* check = checking(self, rank);
   if (check == nullptr) return 0;
   std::string_view element = dtype != nullptr ? std::string_view(dtype_name(dtype)) : std::string_view();
-  return check->record(rank, std::string("win.") + call, kind, op, element, region,
+  std::span<const rma::check::Span> spans = touched.region != nullptr ? check->spans_of(*touched.region)
+                                            : touched.run.start < touched.run.stop
+                                                ? std::span<const rma::check::Span>(&touched.run, 1)
+                                                : std::span<const rma::check::Span>();
+  return check->record(rank, call_name(call), kind, op, element, spans,
                        origin != nullptr && arguments::is_array(origin) ? origin : nullptr,
                        result != nullptr ? result->given : nullptr, result != nullptr ? result->staged.ptr() : nullptr);
 }
+
+// A direct call's run: `operand`'s bytes from offset on.
+Touched direct_run(uint64_t offset, const Operand& operand) { return {nullptr, {offset, offset + operand.bytes}}; }
 
 AccessKind accumulate_kind(rma::ReduceOp op, bool fetches) {
   return fetches && op == rma::ReduceOp::NoOp ? AccessKind::AtomicRead : AccessKind::Update;
@@ -207,19 +228,19 @@ uint64_t put_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   std::array<std::byte, 16> scalar;
   Operand data = origin_of(self, slot[0], layout, layout.dtype.ptr(), !given(slot[3]), scalar, call, "origin");
   rma::Window& core = core_of(self);
-  auto record = [&](const rma::Region& region) {
-    return checked(self, rank, call, AccessKind::Write, "", nullptr, region, slot[0], nullptr);
+  auto record = [&](const Touched& touched) {
+    return checked(self, rank, call, AccessKind::Write, "", nullptr, touched, slot[0], nullptr);
   };
   if (!given(slot[3]) && rank != rma::kProcNull) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) {
-      return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
+      return checking(self, rank) ? record(direct_run(offset, data)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
   released([&] { core.put(rank, data.data, region, call); });
   keep(self, rank, &data, nullptr);
-  return record(region);
+  return record({&region});
 }
 
 uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
@@ -228,19 +249,19 @@ uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   stage(self, rank, result);
   Operand& out = result.operand;
   rma::Window& core = core_of(self);
-  auto record = [&](const rma::Region& region) {
-    return checked(self, rank, call, AccessKind::Read, "", nullptr, region, nullptr, &result);
+  auto record = [&](const Touched& touched) {
+    return checked(self, rank, call, AccessKind::Read, "", nullptr, touched, nullptr, &result);
   };
   if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) {
-      return checking(self, rank) ? record(contiguous_region(offset, out)) : 0;
+      return checking(self, rank) ? record(direct_run(offset, out)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
   released([&] { core.get(rank, out.data, region, call); });
   keep(self, rank, nullptr, &result);
-  return record(region);
+  return record({&region});
 }
 
 // accumulate: slots (origin, rank, disp, op, target); get_accumulate and fetch_and_op: (origin,
@@ -267,16 +288,16 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
   if (result) stage(self, rank, *result);
   rma::Window& core = core_of(self);
   char* into = result ? result->operand.data : nullptr;
-  auto record = [&](const rma::Region& region) {
+  auto record = [&](const Touched& touched) {
     return checked(self, rank, call, accumulate_kind(op, result.has_value()),
-                   rma::kReduceOpNames[static_cast<size_t>(op)], data.dtype, region, origin,
+                   rma::kReduceOpNames[static_cast<size_t>(op)], data.dtype, touched, origin,
                    result ? &*result : nullptr);
   };
   if (!given(target) && rank != rma::kProcNull && !(result && result->stand_in())) {
     uint64_t offset = offset_of(self, rank, disp, call);
     if (quick(data.bytes,
               [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
-      return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
+      return checking(self, rank) ? record(direct_run(offset, data)) : 0;
     }
   }
   rma::Region region = region_of(self, rank, disp, target, data, call);
@@ -288,7 +309,7 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
     }
   });
   keep(self, rank, &data, result ? &*result : nullptr);
-  return record(region);
+  return record({&region});
 }
 
 uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, const char* call) {
@@ -307,18 +328,18 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   stage(self, rank, result);
   rma::Window& core = core_of(self);
   uint64_t offset = offset_of(self, rank, slot[4], call);
-  auto record = [&](const rma::Region& region) {
-    return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, region, slot[0], &result);
+  auto record = [&](const Touched& touched) {
+    return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, touched, slot[0], &result);
   };
   if (rank != rma::kProcNull && !result.stand_in() &&
       core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {
-    return checking(self, rank) ? record(contiguous_region(offset, data)) : 0;
+    return checking(self, rank) ? record(direct_run(offset, data)) : 0;
   }
   rma::Region region = contiguous_region(offset, data);
   released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });
   keep(self, rank, &data, &result);
   if (rank != rma::kProcNull && compare.array) state_of(self).held.hold(rank, compare.array);
-  return record(region);
+  return record({&region});
 }
 
 constexpr Parameters kPut{"put", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};

@@ -575,9 +575,17 @@ PyTypeObject* window_type() {
 namespace window_calls {
 
 bool fence(WindowObject* self, long mode) {
-  return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); }) &&
+  CheckState* check = state_of(self).check.get();
+  if (check == nullptr) {
+    return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); });
+  }
+  // RMA_CHECK's exchange of accesses passes the ranks: it is the fence's barrier.
+  return synchronize(self, "fence", kEveryTarget,
+                     [&] {
+                       core_of(self).fence(static_cast<int>(mode), [check] { check->exchange_for_fence("win.fence"); });
+                     }) &&
          checked_step(self, [](CheckState& check) {
-           check.fenced("win.fence");
+           check.fenced_after_exchange();
            check.report();
          });
 }

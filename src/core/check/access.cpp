@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <set>
 
 #include "runtime/wire.hpp"
 
@@ -15,17 +17,24 @@ bool Access::operator==(const Access& other) const {
 }
 
 Spans merged(std::vector<Span> runs) {
-  std::sort(runs.begin(), runs.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  Spans spans;
+  merge_in_place(runs);
+  return runs;
+}
+
+void merge_in_place(std::vector<Span>& runs) {
+  if (runs.size() > 1) {
+    std::sort(runs.begin(), runs.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  }
+  size_t kept = 0;  // runs[0, kept) are the spans so far
   for (const Span& run : runs) {
     if (run.start == run.stop) continue;
-    if (!spans.empty() && run.start <= spans.back().stop) {
-      spans.back().stop = std::max(spans.back().stop, run.stop);
+    if (kept > 0 && run.start <= runs[kept - 1].stop) {
+      runs[kept - 1].stop = std::max(runs[kept - 1].stop, run.stop);
     } else {
-      spans.push_back(run);
+      runs[kept++] = run;
     }
   }
-  return spans;
+  runs.resize(kept);
 }
 
 Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair<uint64_t, int64_t>> dims) {
@@ -44,6 +53,15 @@ Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair
     runs.push_back({static_cast<uint64_t>(offset), static_cast<uint64_t>(offset) + itemsize});
   }
   return merged(std::move(runs));
+}
+
+const std::string& interned(std::string_view name) {
+  static std::mutex mutex;
+  static auto* names = new std::set<std::string, std::less<>>();  // (its strings never move)
+  std::lock_guard lock(mutex);
+  auto found = names->find(name);
+  if (found == names->end()) found = names->emplace(name).first;
+  return *found;
 }
 
 std::vector<uint64_t> bounds_of(const Spans& spans) {

@@ -36,7 +36,7 @@ enum class AccessKind : uint8_t {
 struct Span {
   uint64_t start;
   uint64_t stop;
-  bool operator==(const Span&) const = default;
+  auto operator<=>(const Span&) const = default;
 };
 // Sorted, disjoint, merged.
 using Spans = std::vector<Span>;
@@ -56,6 +56,9 @@ struct Access {
   int64_t done = kNotDone;       // its clock entry that first made that completion known
   std::string site;              // "file.py:12"
   std::string epoch;             // "fence epoch 2", "exclusive lock epoch 1 on rank 0"...
+  // At the origin, on its record: the publication it was last queued to be sent as completed
+  // by (not sent, not compared).
+  mutable int64_t queued_done = kNotDone;
 
   bool operator==(const Access& other) const;
 };
@@ -65,6 +68,10 @@ struct Access {
 Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair<uint64_t, int64_t>> dims);
 // Sorts and merges runs of bytes into spans.
 Spans merged(std::vector<Span> runs);
+void merge_in_place(std::vector<Span>& runs);
+
+// The one copy of a name the process keeps (never freed): records and their keys point to it.
+const std::string& interned(std::string_view name);
 
 // The spans' starts and stops in one list (a key of maps of accesses).
 std::vector<uint64_t> bounds_of(const Spans& spans);

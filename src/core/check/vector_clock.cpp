@@ -23,15 +23,11 @@ ClockStamp VectorClock::now() {
   return now_;
 }
 
-int64_t VectorClock::next_publication() const {
-  std::lock_guard lock(mutex_);
-  return entries_[rank_] + 1;
-}
-
 std::vector<int64_t> VectorClock::publish() {
   std::lock_guard lock(mutex_);
-  ++entries_[rank_];
+  own_.store(++entries_[rank_], std::memory_order_release);
   now_.reset();
+  version_.fetch_add(1, std::memory_order_release);
   return entries_;
 }
 
@@ -45,12 +41,11 @@ void VectorClock::merge(std::span<const int64_t> other) {
       moved = true;
     }
   }
-  if (moved) now_.reset();
-}
-
-int64_t VectorClock::take_tick() {
-  std::lock_guard lock(mutex_);
-  return tick_++;
+  if (moved) {
+    own_.store(entries_[rank_], std::memory_order_release);
+    now_.reset();
+    version_.fetch_add(1, std::memory_order_release);
+  }
 }
 
 }  // namespace rma::check

@@ -9,6 +9,7 @@
 // over RMA's completion rules.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,7 +22,9 @@ namespace rma::check {
 using ClockStamp = std::shared_ptr<const std::vector<int64_t>>;
 
 // One per process, shared by every window's checker and the communicator's: its calls may
-// come from several threads (a window's step runs with the GIL released), so each takes a lock.
+// come from several threads (a window's step runs with the GIL released), so the entries are
+// under a lock. A data call asks only for version(), next_publication() and take_tick(), which
+// are atomics: the checker's cost on a small put is mostly such asks.
 class VectorClock {
  public:
   VectorClock(int rank, int size);
@@ -32,14 +35,16 @@ class VectorClock {
 
   // The clock as it stands: the same stamp until the clock moves.
   ClockStamp now();
+  // Changes whenever the clock moves: a stamp taken at the same version is the clock as it stands.
+  uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
   // This rank's entry as its next publication will make it.
-  int64_t next_publication() const;
+  int64_t next_publication() const noexcept { return own_.load(std::memory_order_acquire) + 1; }
   // Advances this rank's own entry; returns the clock to hand on.
   std::vector<int64_t> publish();
   // Takes in what another rank's clock knows (entries beyond this clock's size are ignored).
   void merge(std::span<const int64_t> other);
   // This rank's call count (program order: it orders the accesses of one origin), counted on.
-  int64_t take_tick();
+  int64_t take_tick() noexcept { return tick_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   mutable std::mutex mutex_;
@@ -47,7 +52,9 @@ class VectorClock {
   int size_;
   std::vector<int64_t> entries_;
   ClockStamp now_;
-  int64_t tick_ = 0;
+  std::atomic<uint64_t> version_{0};
+  std::atomic<int64_t> own_{0};  // entries_[rank_]
+  std::atomic<int64_t> tick_{0};
 };
 
 }  // namespace rma::check

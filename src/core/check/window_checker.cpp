@@ -39,46 +39,61 @@ WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> c
       received_(world_.size(), 0),
       lock_clocks_(std::move(lock_clocks)),
       lock_clocks_in_(static_cast<size_t>(clock.size()) * world_.size(), 0),
-      lock_clocks_out_(static_cast<size_t>(clock.size()), 0) {}
+      lock_clocks_out_(2 * static_cast<size_t>(clock.size()), 0) {
+  uint64_t row = static_cast<uint64_t>(clock.size()) * sizeof(int64_t);
+  lock_row_[0] = Region::contiguous(0, row, sizeof(int64_t));
+  lock_row_[1] = Region::contiguous(row, row, sizeof(int64_t));
+  lock_rows_ = Region::contiguous(0, 2 * row, sizeof(int64_t));
+}
 
 void WindowChecker::forget_made_if_moved() {
-  ClockStamp now = clock_.now();
-  if (now != made_at_) {  // the clock moved: accesses made before are of another time
-    made_at_ = now;
+  uint64_t version = clock_.version();
+  if (version != made_version_) {  // the clock moved: accesses made before are of another time
+    made_version_ = version;
+    made_at_ = clock_.now();
     made_.clear();
   }
 }
 
-AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, std::string_view op,
-                                std::string_view dtype, Spans spans, const std::string& site, bool& found_now) {
+WindowChecker::Made& WindowChecker::made_record(const std::string& call, bool& fresh) {
+  auto known = made_.find(probe_);
+  fresh = known == made_.end();
+  if (!fresh) return known->second;
+  auto made = std::make_shared<Access>();
+  made->origin = world_[rank_];
+  made->origin_rank = rank_;
+  made->target_rank = probe_.target;
+  made->call = call;
+  made->kind = probe_.kind;
+  made->op = probe_.op;
+  made->dtype = probe_.dtype;
+  made->spans = probe_.spans;
+  made->clock = made_at_;
+  made->site = *probe_.site;
+  made->epoch = epoch_;
+  MadeKey key = probe_;
+  key.op = made->op;  // (the key's names now live in the record itself)
+  key.dtype = made->dtype;
+  return made_.emplace(std::move(key), Made{std::move(made)}).first->second;
+}
+
+AccessRef WindowChecker::record(int target, const std::string& call, AccessKind kind, std::string_view op,
+                                std::string_view dtype, std::span<const Span> spans, const std::string& site,
+                                bool& found_now) {
   found_now = false;
   forget_made_if_moved();
   int64_t tick = clock_.take_tick();
-  MadeKey key{target, call, kind, op, dtype, &site, bounds_of(spans)};
-  auto known = made_.find(key);
-  AccessRef access;
-  if (known != made_.end()) {
-    access = known->second;
-  } else {
-    auto made = std::make_shared<Access>();
-    made->origin = world_[rank_];
-    made->origin_rank = rank_;
-    made->target_rank = target;
-    made->call = call;
-    made->kind = kind;
-    made->op = op;
-    made->dtype = dtype;
-    made->spans = std::move(spans);
-    made->clock = made_at_;
-    made->tick = tick;
-    made->site = site;
-    made->epoch = epoch_;
-    access = made;
-    key.call = access->call;  // (the key's names now live in the record itself)
-    key.op = access->op;
-    key.dtype = access->dtype;
-    made_.emplace(std::move(key), access);
-  }
+  probe_.target = target;
+  probe_.call = &call;
+  probe_.kind = kind;
+  probe_.op = op;
+  probe_.dtype = dtype;
+  probe_.site = &site;
+  probe_.spans.assign(spans.begin(), spans.end());
+  bool fresh = false;
+  Made& made = made_record(call, fresh);
+  if (fresh) std::const_pointer_cast<Access>(made.access)->tick = tick;
+  const AccessRef& access = made.access;
   Pending& pending = inflight_[target];
   auto check = [&](const Access& earlier) {
     std::optional<std::string> why = conflict(earlier, *access);
@@ -87,46 +102,38 @@ AccessRef WindowChecker::record(int target, const char* call, AccessKind kind, s
     found_now = true;
     return true;
   };
-  if (pending.members.contains(access.get())) {  // made again before completing: only with itself can it conflict
+  if (made.pending_round == pending.round) {  // made again before completing: only with itself can it conflict
     check(*access);
   } else {
     for (const AccessRef& earlier : pending.accesses) {
       if (overlap(earlier->spans, access->spans) && check(*earlier)) break;
     }
     pending.accesses.push_back(access);
-    pending.members.insert(access.get());
+    made.pending_round = pending.round;
   }
   return access;
 }
 
-void WindowChecker::direct(int target, bool store, Spans spans, const std::string& site) {
+void WindowChecker::direct(int target, bool store, std::span<const Span> spans, const std::string& site) {
   if (spans.empty()) return;
   forget_made_if_moved();
   int64_t tick = clock_.take_tick();
-  const char* call = store ? "store" : "load";
-  MadeKey key{target, call, store ? AccessKind::Write : AccessKind::Read, "", "", &site, bounds_of(spans)};
-  auto known = made_.find(key);
-  AccessRef access;
-  if (known != made_.end()) {
-    access = known->second;
-  } else {
-    std::string memory = target == rank_ ? "win.local" : "win.shared(" + std::to_string(target) + ")";
-    auto made = std::make_shared<Access>();
-    made->origin = world_[rank_];
-    made->origin_rank = rank_;
-    made->target_rank = target;
-    made->call = store ? "store to " + memory : "load of " + memory;
-    made->kind = key.kind;
-    made->spans = std::move(spans);
-    made->clock = made_at_;
-    made->tick = tick;
-    made->done_tick = tick;
-    made->done = clock_.next_publication();
-    made->site = site;
-    made->epoch = epoch_;
-    access = made;
-    made_.emplace(std::move(key), access);
+  std::string memory = target == rank_ ? "win.local" : "win.shared(" + std::to_string(target) + ")";
+  const std::string& call = interned(store ? "store to " + memory : "load of " + memory);
+  probe_.target = target;
+  probe_.call = &call;
+  probe_.kind = store ? AccessKind::Write : AccessKind::Read;
+  probe_.op = probe_.dtype = {};
+  probe_.site = &site;
+  probe_.spans.assign(spans.begin(), spans.end());
+  bool fresh = false;
+  Made& made = made_record(call, fresh);
+  if (fresh) {
+    auto access = std::const_pointer_cast<Access>(made.access);
+    access->tick = access->done_tick = tick;
+    access->done = clock_.next_publication();
   }
+  const AccessRef& access = made.access;
   auto pending = inflight_.find(target);  // this rank's calls to the target, not completed
   if (pending != inflight_.end()) {
     for (const AccessRef& earlier : pending->second.accesses) {
@@ -135,15 +142,11 @@ void WindowChecker::direct(int target, bool store, Spans spans, const std::strin
       if (why) keep(conflict_message(window_, *earlier, *access, *why));
     }
   }
-  if (known != made_.end()) return;
+  if (!fresh) return;
   if (target == rank_) {
     learn({*access});
   } else {  // travels with this rank's completed calls to the target
-    Outgoing& out = outgoing_[target];
-    if (out.sent_as.emplace(access.get(), access->done).second) {
-      out.accesses.push_back(*access);
-      out.keep_alive.push_back(access);
-    }
+    outgoing_[target].add(*access, access->done, access->done_tick);
   }
 }
 
@@ -157,24 +160,22 @@ void WindowChecker::complete(std::span<const int> targets) {
   int64_t done = clock_.next_publication(), tick = clock_.take_tick();
   for (int target : targets) {
     auto pending = inflight_.find(target);
-    if (pending == inflight_.end()) continue;
+    if (pending == inflight_.end() || pending->second.accesses.empty()) continue;
     Outgoing& out = outgoing_[target];
-    for (AccessRef& access : pending->second.accesses) {
-      if (!out.sent_as.emplace(access.get(), done).second) continue;  // a repetition completed by the same publication
-      Access stamped = *access;
-      stamped.done_tick = tick;
-      stamped.done = done;
-      out.accesses.push_back(std::move(stamped));
-      out.keep_alive.push_back(std::move(access));
-    }
-    inflight_.erase(pending);
+    for (const AccessRef& access : pending->second.accesses) out.add(*access, done, tick);
+    pending->second.accesses.clear();
+    ++pending->second.round;
   }
 }
 
 void WindowChecker::send_batches(std::span<const int> targets) {
   for (int target : targets) {
     auto out = outgoing_.find(target);
-    if (out != outgoing_.end() && out->second.accesses.size() >= kBatch) send(target);
+    if (out == outgoing_.end() || out->second.accesses.empty()) continue;
+    if (target == rank_ || out->second.accesses.size() >= kBatch ||
+        std::chrono::steady_clock::now() - out->second.since >= kBatchAge) {
+      send(target);
+    }
   }
 }
 
@@ -186,7 +187,7 @@ std::vector<std::byte> WindowChecker::take_outgoing_bytes(int target) {
   }
   std::vector<std::byte> bytes;
   encode(accesses, bytes);
-  if (out != outgoing_.end()) outgoing_.erase(out);
+  if (out != outgoing_.end()) out->second.accesses.clear();  // (its node and memory kept for the next)
   return bytes;
 }
 
@@ -195,7 +196,7 @@ void WindowChecker::send(int target) {
   if (out == outgoing_.end() || out->second.accesses.empty()) return;
   if (target == rank_) {
     std::vector<Access> accesses = std::move(out->second.accesses);
-    outgoing_.erase(out);
+    out->second.accesses.clear();
     learn(std::move(accesses));
     return;
   }
@@ -210,8 +211,8 @@ PendingReceive& WindowChecker::listening() {
   return *listen_;
 }
 
-void WindowChecker::drain() {
-  while (listening().test()) take_batch();
+void WindowChecker::drain(bool poll) {
+  while (poll ? listening().test() : listening().arrived()) take_batch();
 }
 
 void WindowChecker::take_batch() {
@@ -271,9 +272,7 @@ void WindowChecker::locked(int target, bool exclusive) {
   // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
   size_t width = static_cast<size_t>(clock_.size());
   std::span<int64_t> earlier = std::span<int64_t>(lock_clocks_in_).subspan(target * width, width);
-  uint64_t row = exclusive ? 0 : width * sizeof(int64_t);
-  lock_clocks_->get(target, earlier.data(), Region::contiguous(row, width * sizeof(int64_t), sizeof(int64_t)),
-                    "lock (RMA_CHECK's lock clocks)");
+  lock_clocks_->get(target, earlier.data(), lock_row_[exclusive ? 0 : 1], "lock (RMA_CHECK's lock clocks)");
   lock_clocks_->flush_all("lock (RMA_CHECK's lock clocks)");
   clock_.merge(earlier);
   new_epoch(exclusive ? "exclusive lock" : "shared lock", " on rank " + std::to_string(target));
@@ -283,8 +282,7 @@ void WindowChecker::locked_all() {
   drain();
   size_t width = static_cast<size_t>(clock_.size());
   for (size_t target = 0; target < world_.size(); ++target) {
-    lock_clocks_->get(static_cast<int>(target), lock_clocks_in_.data() + target * width,
-                      Region::contiguous(width * sizeof(int64_t), width * sizeof(int64_t), sizeof(int64_t)),
+    lock_clocks_->get(static_cast<int>(target), lock_clocks_in_.data() + target * width, lock_row_[1],
                       "lock_all (RMA_CHECK's lock clocks)");
   }
   lock_clocks_->flush_all("lock_all (RMA_CHECK's lock clocks)");
@@ -296,17 +294,17 @@ void WindowChecker::locked_all() {
 
 void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
   complete(targets);
-  lock_clocks_out_ = clock_.publish();  // (the same size each time: its memory stays where the calls read it)
-  uint64_t bytes = lock_clocks_out_.size() * sizeof(int64_t);
+  // Both rows for an exclusive lock, row 0 for a shared one. (The buffer keeps its size and
+  // place: the accumulates read it until the flush completes them, which a Ctrl-C may end.)
+  std::vector<int64_t> now = clock_.publish();
+  std::copy(now.begin(), now.end(), lock_clocks_out_.begin());
+  std::copy(now.begin(), now.end(), lock_clocks_out_.begin() + static_cast<ptrdiff_t>(now.size()));
   for (int target : targets) {
-    for (uint64_t row : {uint64_t{0}, bytes}) {
-      if (row != 0 && !exclusive) continue;
-      lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, lock_clocks_out_.data(),
-                               Region::contiguous(row, bytes, sizeof(int64_t)), "unlock (RMA_CHECK's lock clocks)");
-    }
+    lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, lock_clocks_out_.data(),
+                             exclusive ? lock_rows_ : lock_row_[0], "unlock (RMA_CHECK's lock clocks)");
   }
   lock_clocks_->flush_all("unlock (RMA_CHECK's lock clocks)");
-  for (int target : targets) send(target);
+  send_batches(targets);
 }
 
 void WindowChecker::exchange_all(const CallName& call) {

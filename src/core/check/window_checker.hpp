@@ -25,6 +25,7 @@
 // Conflicts found are kept, the first only, until a call reports it (take_report).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,9 +47,12 @@ using AccessRef = std::shared_ptr<const Access>;
 
 class WindowChecker {
  public:
-  // Origins send their completed accesses to a target without waiting for a synchronization
-  // call once this many wait.
+  // Origins send a target the accesses that flush and unlock completed in batches: once this
+  // many wait, or the oldest has waited kBatchAge (checked at each flush and unlock). A message
+  // per unlock cost more than the rest of the checker's lock epoch; the target learns them a
+  // little later, and at the latest at the next fence or free, which send everything.
   static constexpr size_t kBatch = 64;
+  static constexpr std::chrono::milliseconds kBatchAge{5};
 
   // comm: the checker's communicator (ranks as the window's); world: window rank -> world rank;
   // window: names the window in messages ("window 3"); lock_clocks: the lock clocks (2 *
@@ -68,26 +72,28 @@ class WindowChecker {
   // clock makes one record, which stands for every repetition (each would be ordered and
   // conflict exactly as the first; the same origin's own order is checked here). A conflict
   // with this origin's calls to target not completed yet is kept, and `found_now` set.
-  // call, op and dtype: static names; site: a string that lives as long as the process (the
-  // bindings intern them), "file.py:12".
-  AccessRef record(int target, const char* call, AccessKind kind, std::string_view op, std::string_view dtype,
-                   Spans spans, const std::string& site, bool& found_now);
+  // call ("win.put"), op, dtype and site ("file.py:12"): strings that live as long as the
+  // process (the bindings intern them); spans: sorted, disjoint, merged.
+  AccessRef record(int target, const std::string& call, AccessKind kind, std::string_view op, std::string_view dtype,
+                   std::span<const Span> spans, const std::string& site, bool& found_now);
   // A load or store of target's memory (win.local, or win.shared(target) of a shared window):
   // an access of this rank, complete at once; it goes to target's journal (this rank's own at
   // once, another's with the completed calls).
-  void direct(int target, bool store, Spans spans, const std::string& site);  // (site: as record's)
+  void direct(int target, bool store, std::span<const Span> spans, const std::string& site);  // (site: as record's)
   // Names the epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2").
   void new_epoch(std::string_view kind, std::string_view where = {});
 
   // ---- completion and delivery ----
   // The calls to targets completed there (a flush, unlock, complete or fence is being made).
   void complete(std::span<const int> targets);
-  // After a flush: sends a target's completed accesses once kBatch wait.
+  // After a flush or unlock: sends each target its completed accesses if their batch is due
+  // (this rank's own go to its journal at once).
   void send_batches(std::span<const int> targets);
   // Sends a target's completed accesses now (this rank's own go to its journal at once).
   void send(int target);
-  // Takes in the accesses origins sent without a collective call, as far as they came.
-  void drain();
+  // Takes in the accesses origins sent without a collective call, as far as they came; `poll`:
+  // making progress first (a flush does not: the progress engine brings them soon enough).
+  void drain(bool poll = true);
 
   // post: this rank's clock, published, to each origin of group.
   void post(std::span<const int> group);
@@ -121,23 +127,36 @@ class WindowChecker {
 
  private:
   struct Outgoing {
-    std::vector<Access> accesses;                         // completed, in completion order
-    std::set<std::pair<const Access*, int64_t>> sent_as;  // (record, done): a repetition goes once
-    std::vector<AccessRef> keep_alive;                    // the records sent_as names
+    std::vector<Access> accesses;                 // completed, in completion order
+    std::chrono::steady_clock::time_point since;  // when the oldest came
+    // Queues a record as completed by the publication `done`, unless it was already: a
+    // repetition completed by the same publication goes once.
+    void add(const Access& record, int64_t done, int64_t done_tick) {
+      if (record.queued_done == done) return;
+      record.queued_done = done;
+      if (accesses.empty()) since = std::chrono::steady_clock::now();
+      accesses.push_back(record);
+      accesses.back().done = done;
+      accesses.back().done_tick = done_tick;
+    }
   };
   struct Pending {
     std::vector<AccessRef> accesses;  // made, not completed, in call order
-    std::set<const Access*> members;
+    uint64_t round = 1;               // how many completions emptied it, plus one
   };
   struct MadeKey {
     int target;
-    std::string_view call;
+    const std::string* call;  // (interned: the address is the name)
     AccessKind kind;
     std::string_view op;
     std::string_view dtype;
     const std::string* site;
-    std::vector<uint64_t> bounds;
+    Spans spans;
     auto operator<=>(const MadeKey&) const = default;
+  };
+  struct Made {
+    AccessRef access;
+    uint64_t pending_round = 0;  // its target's Pending::round while it is pending there
   };
 
   void learn(std::vector<Access> accesses);
@@ -146,6 +165,8 @@ class WindowChecker {
   PendingReceive& listening();
   std::vector<std::byte> take_outgoing_bytes(int target);
   void forget_made_if_moved();
+  // made_'s record of probe_, made now (with `call`, else probe_'s) if there is none; `fresh`.
+  Made& made_record(const std::string& call, bool& fresh);
 
   VectorClock& clock_;
   std::shared_ptr<Communicator> comm_;
@@ -153,10 +174,12 @@ class WindowChecker {
   std::string window_;
   int rank_;
   Journal journal_;
-  std::map<int, Pending> inflight_;
+  std::map<int, Pending> inflight_;  // (kept when emptied: a loop of put and flush allocates nothing)
   std::map<int, Outgoing> outgoing_;
-  ClockStamp made_at_;  // the clock made_'s records were made at
-  std::map<MadeKey, AccessRef> made_;
+  ClockStamp made_at_;                    // the clock made_'s records were made at
+  uint64_t made_version_ = ~uint64_t{0};  // its version
+  std::map<MadeKey, Made> made_;
+  MadeKey probe_{};                         // the key of the call being recorded (its spans' memory reused)
   std::vector<int64_t> sent_, received_;    // messages of accesses, by peer
   std::shared_ptr<PendingReceive> listen_;  // (null: none posted)
   std::shared_ptr<Window> lock_clocks_;
@@ -164,8 +187,10 @@ class WindowChecker {
   // checker's own, not a call's, as a Ctrl-C may end the flush that completes those calls and
   // leave them in flight, writing and reading here until the next flush completes them.
   std::vector<int64_t> lock_clocks_in_;
-  std::vector<int64_t> lock_clocks_out_;
-  std::set<int> posts_;  // start's targets whose post clock has not come yet
+  std::vector<int64_t> lock_clocks_out_;  // (twice this rank's clock: the rows unlock leaves)
+  Region lock_row_[2];                    // the rows of the lock clocks at each rank
+  Region lock_rows_;                      // both
+  std::set<int> posts_;                   // start's targets whose post clock has not come yet
   int epochs_ = 0;
   std::string epoch_ = "epoch 0";  // before the first fence
   std::optional<std::string> found_;

@@ -260,6 +260,8 @@ bool PendingReceive::test() {
   return comm_->runtime().matcher().filled(*receive_);
 }
 
+bool PendingReceive::arrived() const { return collected_ || comm_->runtime().matcher().filled(*receive_); }
+
 void PendingReceive::wait_arrived() {
   if (collected_)
     throw UsageError("rma: comm.irecv: this request's message was already received (wait() returns it once)");

@@ -47,6 +47,8 @@ class PendingReceive {
   PendingReceive& operator=(const PendingReceive&) = delete;
   // Whether the message has come (then wait() returns at once). Makes progress.
   bool test();
+  // Whether the progress made so far (the progress engine's, other calls') brought it: makes none.
+  bool arrived() const;
   // Waits until the message has come, as recv does, without taking it: the caller may still
   // drop the receive, and with it give the message to the next matching receive.
   void wait_arrived();

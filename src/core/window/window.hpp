@@ -138,8 +138,10 @@ class Window : public std::enable_shared_from_this<Window> {
   // RmaError once freed; their waits throw PeerError, TimeoutError or Interrupted.
   //
   // Collective: completes every operation of the ending epoch (at origin and target), then
-  // opens a new access and exposure epoch unless mode has kModeNoSucceed.
-  void fence(int mode);
+  // opens a new access and exposure epoch unless mode has kModeNoSucceed. `pass`, if given,
+  // replaces the fence's barrier: a collective over the window's ranks that returns at none
+  // before every rank entered it (RMA_CHECK's exchange of accesses, which is one already).
+  void fence(int mode, const std::function<void()>& pass = {});
   // Collective. EpochError inside an epoch, or if communication calls are waiting for their
   // synchronization; RmaError if already freed. Every call after it raises RmaError.
   void free();
