@@ -431,7 +431,7 @@ def test_loads_and_stores_of_win_local_are_checked(case, size):
         assert re.search(pattern, message), (pattern, message)
 
 
-# A few of each through libfabric, where the lock clocks and the accesses travel as messages
+# A few of each through libfabric, where the clock board and the accesses travel as messages
 # and one-sided calls of the fabric (the rest run there too in dev.sh's libfabric pass).
 THROUGH_LIBFABRIC = ["put-put in a fence epoch", "puts under shared locks", "get-accumulate in PSCW"]
 THROUGH_LIBFABRIC_SAFE = ["flush then barrier then get", "exclusive locks serialize", "PSCW rounds"]

@@ -171,11 +171,12 @@ void CheckState::exchange_for_fence(const char* call) {
   checker_->exchange_all([call] { return std::string(call) + " (RMA_CHECK's exchange of accesses)"; });
 }
 
-void CheckState::posted(std::vector<int> group) {
-  checker_->post(group);
-  exposure_group_ = std::move(group);
-  checker_->new_epoch("exposure (post)");
+void CheckState::posting() {
+  py::gil_scoped_release released;
+  checker_->posting();
 }
+
+void CheckState::posted() { checker_->new_epoch("exposure (post)"); }
 
 void CheckState::started(std::vector<int> group) {
   checker_->expect_posts(group);
@@ -183,23 +184,23 @@ void CheckState::started(std::vector<int> group) {
   checker_->new_epoch("start");
 }
 
+void CheckState::completing(rma::Window& core) {
+  py::gil_scoped_release released;
+  core.await_posts("complete");
+  checker_->completing(access_group_);
+}
+
 void CheckState::completed() {
   std::vector<int> group = std::move(access_group_);
   access_group_.clear();
   completed_here(group);
-  {
-    py::gil_scoped_release released;
-    checker_->send_completes(group);
-  }
   report();
 }
 
 void CheckState::waited() {
-  std::vector<int> group = std::move(exposure_group_);
-  exposure_group_.clear();
   {
     py::gil_scoped_release released;
-    checker_->take_completes(group);
+    checker_->waited();
   }
   report();
 }
@@ -232,10 +233,8 @@ void CheckState::unlocking(int target) {
 void CheckState::unlocking_all() {
   if (!lock_all_) return;
   lock_all_ = false;
-  std::vector<int> everyone(static_cast<size_t>(checker_->size()));
-  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
   py::gil_scoped_release released;
-  checker_->unlocking(everyone, false);
+  checker_->unlocking(checker_->everyone(), false);
 }
 
 void CheckState::synced() {

@@ -68,10 +68,14 @@ class CheckState {
   void fenced(const char* call);
   void exchange_for_fence(const char* call);
   void fenced_after_exchange() { completed_everywhere(); }
-  void posted(std::vector<int> group);
+  void posting();  // before post: the clock the origins take
+  void posted();
   void started(std::vector<int> group);
-  void completed();  // complete: the access epoch's calls completed, sent to their targets
-  void waited();     // wait, or a test that succeeded: the origins' completes taken in
+  // Before complete (`core`: the window's, whose posts it waits for): the access epoch's
+  // calls completed and sent to their targets with this rank's clock. After it: completed.
+  void completing(rma::Window& core);
+  void completed();
+  void waited();  // wait, or a test that succeeded: the origins' completes taken in
   // lock and lock_all, granted: the earlier holders' clocks taken in.
   void locked(int target, bool exclusive);
   void locked_all();
@@ -103,8 +107,7 @@ class CheckState {
   std::vector<rma::check::Span> spans_;  // (memory reused by each record)
   std::map<int, bool> locks_;            // target -> exclusive, from lock to unlock
   bool lock_all_ = false;
-  std::vector<int> access_group_;    // start's, until complete
-  std::vector<int> exposure_group_;  // post's, until wait
+  std::vector<int> access_group_;  // start's, until complete
   uint64_t serial_ = 0;
 };
 

@@ -75,7 +75,7 @@ RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
 constexpr Parameters kWaitUntil{"wait_until", {"index", "cmp", "value", "timeout"}, 4, 3, 3};
 constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
-constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name", "lock_clocks"}, 4, 4, 4};
+constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name", "board"}, 4, 4, 4};
 constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
 
 // ---- synchronization ----
@@ -137,10 +137,11 @@ PyObject* group_epoch(WindowObject* self, PyObject** slot, const char* call, Epo
   check_open(self, call);
   std::vector<int> group = group_of(slot[0], call);
   long mode = mode_of(slot[1], call);
+  if (CheckState* check = state_of(self).check.get(); check != nullptr && kind == EpochKind::Post) check->posting();
   released([&] { (core_of(self).*open)(group, static_cast<int>(mode)); });
   if (CheckState* check = state_of(self).check.get()) {
     if (kind == EpochKind::Post) {
-      check->posted(group);
+      check->posted();
     } else {
       check->started(group);
     }
@@ -296,25 +297,22 @@ PyObject* flush_local(WindowObject* self, PyObject** slot) { return flush_rank(s
 
 PyObject* flush_every(WindowObject* self, const char* call, bool local) {
   if (!synchronize(self, call, kEveryTarget, [&] { core_of(self).flush_all(call); })) return nullptr;
-  if (state_of(self).check == nullptr) return none();
-  std::vector<int> everyone(static_cast<size_t>(core_of(self).size()));
-  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
-  return checked_flush(self, everyone, local);
+  CheckState* check = state_of(self).check.get();
+  return check != nullptr ? checked_flush(self, check->checker().everyone(), local) : none();
 }
 
 PyObject* flush_all(WindowObject* self) { return flush_every(self, "flush_all", false); }
 PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_local_all", true); }
 
-// _check_start(comm, world, name, lock_clocks): RMA_CHECK on for this window
-// (rma.check.window.CheckedWindow); lock_clocks: the core of its window of lock clocks, or None.
+// _check_start(comm, world, name, board): RMA_CHECK on for this window
+// (rma.check.window.CheckedWindow); board: the core of its clock board (check/window_checker.hpp).
 PyObject* check_start(WindowObject* self, PyObject** slot) {
   auto comm = py::cast<std::shared_ptr<rma::Communicator>>(py::handle(slot[0]));
   auto world = py::cast<std::vector<int>>(py::handle(slot[1]));
   auto name = py::cast<std::string>(py::handle(slot[2]));
-  std::shared_ptr<rma::Window> lock_clocks;
-  if (given(slot[3])) lock_clocks = py::cast<std::shared_ptr<rma::Window>>(py::handle(slot[3]));
+  auto board = py::cast<std::shared_ptr<rma::Window>>(py::handle(slot[3]));
   auto checker = std::make_shared<rma::check::WindowChecker>(check_support::process_clock(), std::move(comm),
-                                                             std::move(world), std::move(name), std::move(lock_clocks));
+                                                             std::move(world), std::move(name), std::move(board));
   state_of(self).check = std::make_shared<CheckState>(std::move(checker));
   return py::cast(state_of(self).check).release().ptr();
 }
@@ -482,7 +480,7 @@ const MethodSpec sync_methods[] = {
         "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
     RMA_METHOD(
         "_check_start", kCheckStart, check_start,
-        "_check_start($self, /, comm, world, name, lock_clocks)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
+        "_check_start($self, /, comm, world, name, board)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
     RMA_METHOD0(_held_count, held_count,
                 "_held_count($self, /)\n--\n\nReturn how many buffers the window keeps for calls not yet complete."),
 };
@@ -591,7 +589,8 @@ bool fence(WindowObject* self, long mode) {
 }
 
 bool complete(WindowObject* self) {
-  return synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); }) &&
+  return checked_step(self, [&](CheckState& check) { check.completing(core_of(self)); }) &&
+         synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); }) &&
          checked_step(self, [](CheckState& check) { check.completed(); });
 }
 
@@ -609,11 +608,7 @@ bool unlock(WindowObject* self, int rank) {
 bool unlock_all(WindowObject* self) {
   return checked_step(self, [](CheckState& check) { check.unlocking_all(); }) &&
          synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); }) &&
-         checked_step(self, [&](CheckState& check) {
-           std::vector<int> everyone(static_cast<size_t>(core_of(self).size()));
-           for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
-           check.unlocked(everyone);
-         });
+         checked_step(self, [](CheckState& check) { check.unlocked(check.checker().everyone()); });
 }
 
 bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done) {

@@ -2,7 +2,7 @@
 
 The clock itself is compiled (src/core/check/vector_clock.hpp says what its entries mean), as
 the windows' checkers read it at every call; these are its Python steps, for the calls that
-order ranks in Python (check/comm.py, the lock clocks of check/window.py, the notebook).
+order ranks in Python (check/comm.py, the clock board of check/window.py, the notebook).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The compiled window records its communication calls, completes them at its flush
 the checker's step of each synchronization call (src/bindings/check_state.hpp; the rules, the
 journal and the checker's messages are in src/core/check/, whose window_checker.hpp says how
 each synchronization carries the clock). What is Python here: the checker's communicator and
-its window of lock clocks (a plain window), the owner's loads and stores of `win.local`
+its clock board (a plain window), the owner's loads and stores of `win.local`
 (local.py), and free.
 """
 
@@ -35,20 +35,20 @@ class _PeerWatch:
         self._window._direct_access(self._target, self._base, kind, array)
 
 
-class _Companion(Window):
-    """The private window of lock clocks (a subclass, so that it is not checked itself)."""
+class _Board(Window):
+    """The private window of the checker's clock board (a subclass, so that it is not checked itself)."""
+
+    ROWS = 4  # as WindowChecker::kBoardRows (lock and unlock: 0 and 1, post: 2, complete: 3)
 
 
 class CheckedWindow(Window):
     def _start_checking(self) -> None:
         comm = self._comm
         self._ck_private = Comm(comm._core.split(0, comm.rank, "Window (RMA_CHECK)"))
-        self._ck_clocks: Window | None = None
-        if not self._info.get("no_locks"):
-            self._ck_clocks = _Companion.allocate(self._ck_private, 2 * len(clock.now()), np.int64)
-            self._ck_clocks.lock_all()
-        clocks = None if self._ck_clocks is None else self._ck_clocks._core
-        self._ck = self._check_start(self._ck_private._core, list(comm._core.members), self._core.label, clocks)
+        self._ck_board = _Board.allocate(self._ck_private, _Board.ROWS * len(clock.now()), np.int64)
+        self._ck_board.lock_all()
+        members = list(comm._core.members)
+        self._ck = self._check_start(self._ck_private._core, members, self._core.label, self._ck_board._core)
         self._ck_base = self._local.__array_interface__["data"][0]
 
     # ---- the owner's loads and stores ----
@@ -88,20 +88,19 @@ class CheckedWindow(Window):
 
     # ---- synchronization ----
     # The compiled window runs the checker's steps of its communication and synchronization
-    # calls; free, whose lock clocks are a Python window, is here.
+    # calls; free, whose clock board is a Python window, is here.
 
     def free(self):
         if self._core.freed:
             return super().free()
         # The plain free first: it may refuse (an epoch still open), and then no call may count
-        # as completed (a get in flight still fills its result later) and the lock clocks stay
+        # as completed (a get in flight still fills its result later) and the clock board stays
         # for the next try. Once it is done, every call completed: the checker's exchange, on a
         # communicator of its own, does not need the window.
         super().free()
         self._ck.exchange("win.free")
-        if self._ck_clocks is not None:
-            self._ck_clocks.unlock_all()
-            self._ck_clocks.free()
+        self._ck_board.unlock_all()
+        self._ck_board.free()
         self._ck.report()
 
 

@@ -2,33 +2,19 @@
 
 #include <algorithm>
 
-#include "runtime/wire.hpp"
 #include "window/reduce.hpp"
 
 namespace rma::check {
 
 namespace {
 
-// Tags of the checker's messages, on its own communicator.
-constexpr int kPostTag = 1, kCompleteTag = 2, kAccessesTag = 3;
-
-void append_clock(std::vector<std::byte>& out, const std::vector<int64_t>& entries) {
-  wire::append<uint32_t>(out, static_cast<uint32_t>(entries.size()));
-  for (int64_t entry : entries) wire::append(out, entry);
-}
-
-std::vector<int64_t> take_clock(std::span<const std::byte> data, size_t& position) {
-  auto size = wire::take<uint32_t>(data, position);
-  std::vector<int64_t> entries;
-  entries.reserve(std::min<size_t>(size, data.size()));
-  for (uint32_t i = 0; i < size; ++i) entries.push_back(wire::take<int64_t>(data, position));
-  return entries;
-}
+// The tag of the checker's messages of accesses, on its own communicator.
+constexpr int kAccessesTag = 3;
 
 }  // namespace
 
 WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world,
-                             std::string window, std::shared_ptr<Window> lock_clocks)
+                             std::string window, std::shared_ptr<Window> board)
     : clock_(clock),
       comm_(std::move(comm)),
       world_(std::move(world)),
@@ -37,12 +23,12 @@ WindowChecker::WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> c
       journal_(window_),
       sent_(world_.size(), 0),
       received_(world_.size(), 0),
-      lock_clocks_(std::move(lock_clocks)),
-      lock_clocks_in_(static_cast<size_t>(clock.size()) * world_.size(), 0),
-      lock_clocks_out_(2 * static_cast<size_t>(clock.size()), 0) {
+      board_(std::move(board)),
+      board_in_(static_cast<size_t>(clock.size()) * world_.size(), 0),
+      board_out_(2 * static_cast<size_t>(clock.size()), 0) {
   uint64_t row = static_cast<uint64_t>(clock.size()) * sizeof(int64_t);
-  lock_row_[0] = Region::contiguous(0, row, sizeof(int64_t));
-  lock_row_[1] = Region::contiguous(row, row, sizeof(int64_t));
+  for (int r = 0; r < size(); ++r) everyone_.push_back(r);
+  for (int r = 0; r < kBoardRows; ++r) row_[r] = Region::contiguous(r * row, row, sizeof(int64_t));
   lock_rows_ = Region::contiguous(0, 2 * row, sizeof(int64_t));
 }
 
@@ -222,11 +208,12 @@ void WindowChecker::take_batch() {
   learn(decode(message.data));
 }
 
-void WindowChecker::post(std::span<const int> group) {
+void WindowChecker::posting() {
   drain();
-  std::vector<std::byte> bytes;
-  append_clock(bytes, clock_.publish());
-  for (int origin : group) comm_->send(bytes, origin, kPostTag);
+  std::vector<int64_t> now = clock_.publish();
+  std::copy(now.begin(), now.end(), board_out_.begin());
+  board_->put(rank_, board_out_.data(), row_[2], "post (RMA_CHECK's clock board)");
+  board_->flush(rank_, "post (RMA_CHECK's clock board)");
 }
 
 void WindowChecker::expect_posts(std::span<const int> group) {
@@ -237,33 +224,37 @@ void WindowChecker::expect_posts(std::span<const int> group) {
 
 void WindowChecker::take_post(int target) {
   if (!posts_.contains(target)) return;
-  Bytes bytes = comm_->irecv(target, kPostTag, "win.start (RMA_CHECK's post clock)")->wait().data;
-  posts_.erase(target);  // (only once it came: an interrupted wait leaves it expected)
-  size_t position = 0;
-  clock_.merge(take_clock(bytes, position));
+  size_t width = static_cast<size_t>(clock_.size());
+  std::span<int64_t> post = std::span<int64_t>(board_in_).subspan(target * width, width);
+  board_->get(target, post.data(), row_[2], "start (RMA_CHECK's clock board)");
+  board_->flush(target, "start (RMA_CHECK's clock board)");
+  posts_.erase(target);  // (only once it came: an interrupted flush leaves it expected)
+  clock_.merge(post);
 }
 
-void WindowChecker::send_completes(std::span<const int> group) {
+void WindowChecker::leave_clock(std::span<const int> targets, const Region& rows, const char* call) {
+  std::vector<int64_t> now = clock_.publish();
+  std::copy(now.begin(), now.end(), board_out_.begin());
+  std::copy(now.begin(), now.end(), board_out_.begin() + static_cast<ptrdiff_t>(now.size()));
+  for (int target : targets)
+    board_->accumulate(target, ReduceOp::Max, ElementType::Int64, board_out_.data(), rows, call);
+  board_->flush_all(call);
+}
+
+void WindowChecker::completing(std::span<const int> group) {
   for (int target : std::set<int>(posts_)) take_post(target);
   complete(group);
-  std::vector<int64_t> now = clock_.publish();
-  for (int target : group) {
-    std::vector<std::byte> bytes;
-    append_clock(bytes, now);
-    std::vector<std::byte> accesses = take_outgoing_bytes(target);
-    bytes.insert(bytes.end(), accesses.begin(), accesses.end());
-    comm_->send(bytes, target, kCompleteTag);
-  }
+  leave_clock(group, row_[3], "complete (RMA_CHECK's clock board)");
+  send_batches(group);
   drain();
 }
 
-void WindowChecker::take_completes(std::span<const int> group) {
-  for (int origin : group) {
-    Bytes bytes = comm_->irecv(origin, kCompleteTag, "win.wait (RMA_CHECK's complete)")->wait().data;
-    size_t position = 0;
-    clock_.merge(take_clock(bytes, position));
-    learn(decode(std::span<const std::byte>(bytes).subspan(position)));
-  }
+void WindowChecker::waited() {
+  size_t width = static_cast<size_t>(clock_.size());
+  std::span<int64_t> completes = std::span<int64_t>(board_in_).subspan(rank_ * width, width);
+  board_->get(rank_, completes.data(), row_[3], "wait (RMA_CHECK's clock board)");
+  board_->flush(rank_, "wait (RMA_CHECK's clock board)");
+  clock_.merge(completes);
   drain();
 }
 
@@ -271,9 +262,9 @@ void WindowChecker::locked(int target, bool exclusive) {
   drain();
   // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
   size_t width = static_cast<size_t>(clock_.size());
-  std::span<int64_t> earlier = std::span<int64_t>(lock_clocks_in_).subspan(target * width, width);
-  lock_clocks_->get(target, earlier.data(), lock_row_[exclusive ? 0 : 1], "lock (RMA_CHECK's lock clocks)");
-  lock_clocks_->flush_all("lock (RMA_CHECK's lock clocks)");
+  std::span<int64_t> earlier = std::span<int64_t>(board_in_).subspan(target * width, width);
+  board_->get(target, earlier.data(), row_[exclusive ? 0 : 1], "lock (RMA_CHECK's clock board)");
+  board_->flush(target, "lock (RMA_CHECK's clock board)");
   clock_.merge(earlier);
   new_epoch(exclusive ? "exclusive lock" : "shared lock", " on rank " + std::to_string(target));
 }
@@ -282,12 +273,12 @@ void WindowChecker::locked_all() {
   drain();
   size_t width = static_cast<size_t>(clock_.size());
   for (size_t target = 0; target < world_.size(); ++target) {
-    lock_clocks_->get(static_cast<int>(target), lock_clocks_in_.data() + target * width, lock_row_[1],
-                      "lock_all (RMA_CHECK's lock clocks)");
+    board_->get(static_cast<int>(target), board_in_.data() + target * width, row_[1],
+                "lock_all (RMA_CHECK's clock board)");
   }
-  lock_clocks_->flush_all("lock_all (RMA_CHECK's lock clocks)");
+  board_->flush_all("lock_all (RMA_CHECK's clock board)");
   for (size_t target = 0; target < world_.size(); ++target) {
-    clock_.merge(std::span<const int64_t>(lock_clocks_in_).subspan(target * width, width));
+    clock_.merge(std::span<const int64_t>(board_in_).subspan(target * width, width));
   }
   new_epoch("lock_all");
 }
@@ -296,23 +287,14 @@ void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
   complete(targets);
   // Both rows for an exclusive lock, row 0 for a shared one. (The buffer keeps its size and
   // place: the accumulates read it until the flush completes them, which a Ctrl-C may end.)
-  std::vector<int64_t> now = clock_.publish();
-  std::copy(now.begin(), now.end(), lock_clocks_out_.begin());
-  std::copy(now.begin(), now.end(), lock_clocks_out_.begin() + static_cast<ptrdiff_t>(now.size()));
-  for (int target : targets) {
-    lock_clocks_->accumulate(target, ReduceOp::Max, ElementType::Int64, lock_clocks_out_.data(),
-                             exclusive ? lock_rows_ : lock_row_[0], "unlock (RMA_CHECK's lock clocks)");
-  }
-  lock_clocks_->flush_all("unlock (RMA_CHECK's lock clocks)");
+  leave_clock(targets, exclusive ? lock_rows_ : row_[0], "unlock (RMA_CHECK's clock board)");
   send_batches(targets);
 }
 
 void WindowChecker::exchange_all(const CallName& call) {
   int n = size();
-  std::vector<int> everyone(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) everyone[r] = r;
-  complete(everyone);
-  for (int r : everyone) send(r);  // (this rank's own go to its journal)
+  complete(everyone_);
+  for (int r : everyone_) send(r);  // (this rank's own go to its journal)
   std::vector<int64_t> entries = clock_.publish();
   // One allreduce (MAX) carries every rank's clock and, row by row, how many messages of
   // accesses each rank has sent each other: counts only grow, so MAX keeps each sender's row.
@@ -327,9 +309,10 @@ void WindowChecker::exchange_all(const CallName& call) {
   // in the order sent): receives of that origin take it, with the any-source receive
   // withdrawn, so that what a faster rank sends after the fence stays for the next epoch.
   auto sent_by = [&](int origin) { return cells[width + static_cast<size_t>(origin) * n + rank_]; };
-  if (std::any_of(everyone.begin(), everyone.end(), [&](int origin) { return received_[origin] < sent_by(origin); })) {
+  if (std::any_of(everyone_.begin(), everyone_.end(),
+                  [&](int origin) { return received_[origin] < sent_by(origin); })) {
     listen_.reset();  // (a message it had taken goes back, in arrival order)
-    for (int origin : everyone) {
+    for (int origin : everyone_) {
       while (received_[origin] < sent_by(origin)) {
         Received message = comm_->irecv(origin, kAccessesTag, "RMA_CHECK's receive")->wait();
         ++received_[origin];

@@ -12,16 +12,21 @@
 //   takes in all of its own (from each origin, the first that many: a faster rank's messages
 //   of the next epoch stay for it); the journals then forget, as a fence orders everything
 //   before it before everything after it;
-// - post/start/complete/wait: post sends the target's clock to the origins of its group (start
-//   takes it before the first access to that target), complete sends the origin's clock and
-//   accesses to each target, and wait (or a test that succeeds) takes them in;
-// - lock/unlock: the clock goes through a second, private window (the "lock clocks", two rows
-//   of clock entries per rank): unlock leaves this rank's clock at the target (in row 0, and in
-//   row 1 too for an exclusive lock), and lock takes what earlier holders left there (an
-//   exclusive lock: row 0, every holder's; a shared one: row 1, the exclusive holders' only,
-//   since shared locks do not order each other); the accesses go to the target in messages
-//   that it reads at its own next synchronization call, and at the latest at the next fence or
-//   free.
+// - the clocks of the other synchronizations go through a second, private window (the "clock
+//   board": four rows of clock entries per rank, under a lock_all the checker holds), read and
+//   written one-sidedly, which costs far less than a message each way:
+//   - lock/unlock: unlock leaves this rank's clock at the target (in row 0, and in row 1 too
+//     for an exclusive lock), and lock takes what earlier holders left there (an exclusive
+//     lock: row 0, every holder's; a shared one: row 1, the exclusive holders' only, since
+//     shared locks do not order each other);
+//   - post/start/complete/wait: before post, the target writes its clock in its own row 2, and
+//     start's origin reads it once the post came (before its first access to the target, or at
+//     complete); before complete, the origin leaves its clock at each target (row 3), and wait
+//     (or a test that succeeds) takes row 3 in. No origin reads a row 2 that the target's next
+//     post rewrites: that post comes after a wait, which takes the origin's complete;
+//   - the accesses that flush, unlock and complete completed go to their target in batches of
+//     messages that it reads at its synchronization calls, and at the latest at the next fence
+//     or free.
 // Conflicts found are kept, the first only, until a call reports it (take_report).
 #pragma once
 
@@ -55,14 +60,16 @@ class WindowChecker {
   static constexpr std::chrono::milliseconds kBatchAge{5};
 
   // comm: the checker's communicator (ranks as the window's); world: window rank -> world rank;
-  // window: names the window in messages ("window 3"); lock_clocks: the lock clocks (2 *
-  // world-size int64 per rank, under a lock_all held as long as the checker is used), or null
-  // for a window without locks.
+  // window: names the window in messages ("window 3"); board: the clock board (kBoardRows *
+  // world-size int64 per rank, under a lock_all held as long as the checker is used).
+  static constexpr int kBoardRows = 4;
   WindowChecker(VectorClock& clock, std::shared_ptr<Communicator> comm, std::vector<int> world, std::string window,
-                std::shared_ptr<Window> lock_clocks);
+                std::shared_ptr<Window> board);
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(world_.size()); }
+  // Every rank of the window, 0 to size - 1 (what fence, flush_all and unlock_all complete).
+  const std::vector<int>& everyone() const noexcept { return everyone_; }
   const std::string& window() const noexcept { return window_; }
   VectorClock& clock() noexcept { return clock_; }
 
@@ -95,19 +102,20 @@ class WindowChecker {
   // making progress first (a flush does not: the progress engine brings them soon enough).
   void drain(bool poll = true);
 
-  // post: this rank's clock, published, to each origin of group.
-  void post(std::span<const int> group);
+  // Before post: this rank's clock, published, in its row 2 of the board.
+  void posting();
   // start's targets: their post clock is taken before the first access to them.
   void expect_posts(std::span<const int> group);
-  // Whether target's post clock is still to come (take_post then waits for it).
+  // Whether target's post clock is still to be taken (take_post, once the post came).
   bool awaits_post(int target) const { return posts_.contains(target); }
-  // Takes target's post clock if it is expected (waiting for it).
+  // Takes target's post clock if it is expected. Only once target's post came.
   void take_post(int target);
-  // complete: takes the post clocks not taken yet, completes the accesses to group and sends
-  // them, with this rank's published clock, to each target.
-  void send_completes(std::span<const int> group);
-  // wait (or a test that succeeded): takes in the complete of each origin of group.
-  void take_completes(std::span<const int> group);
+  // Before complete, once every post of the access epoch came: takes the post clocks not taken
+  // yet, completes the accesses to group, leaves this rank's published clock at each target
+  // and sends them the accesses (in batches).
+  void completing(std::span<const int> group);
+  // wait (or a test that succeeded): takes in the clocks the origins' completes left here.
+  void waited();
   // lock (granted): takes the clocks of target's earlier holders; a new lock epoch.
   void locked(int target, bool exclusive);
   // lock_all (granted): takes the clocks of every target's exclusive holders; a new epoch.
@@ -171,6 +179,7 @@ class WindowChecker {
   VectorClock& clock_;
   std::shared_ptr<Communicator> comm_;
   std::vector<int> world_;
+  std::vector<int> everyone_;
   std::string window_;
   int rank_;
   Journal journal_;
@@ -182,15 +191,18 @@ class WindowChecker {
   MadeKey probe_{};                         // the key of the call being recorded (its spans' memory reused)
   std::vector<int64_t> sent_, received_;    // messages of accesses, by peer
   std::shared_ptr<PendingReceive> listen_;  // (null: none posted)
-  std::shared_ptr<Window> lock_clocks_;
-  // What the lock clocks' gets fill (a row per target) and what their accumulates read: the
+  // Leaves this rank's published clock in the rows of targets' boards (MAX), completed.
+  void leave_clock(std::span<const int> targets, const Region& rows, const char* call);
+
+  std::shared_ptr<Window> board_;
+  // What the board's gets fill (a row per target) and what its puts and accumulates read: the
   // checker's own, not a call's, as a Ctrl-C may end the flush that completes those calls and
   // leave them in flight, writing and reading here until the next flush completes them.
-  std::vector<int64_t> lock_clocks_in_;
-  std::vector<int64_t> lock_clocks_out_;  // (twice this rank's clock: the rows unlock leaves)
-  Region lock_row_[2];                    // the rows of the lock clocks at each rank
-  Region lock_rows_;                      // both
-  std::set<int> posts_;                   // start's targets whose post clock has not come yet
+  std::vector<int64_t> board_in_;
+  std::vector<int64_t> board_out_;  // (this rank's clock, twice: rows 0 and 1 of an unlock)
+  Region row_[kBoardRows];          // each row of a rank's board
+  Region lock_rows_;                // rows 0 and 1
+  std::set<int> posts_;             // start's targets whose post clock has not come yet
   int epochs_ = 0;
   std::string epoch_ = "epoch 0";  // before the first fence
   std::optional<std::string> found_;

@@ -154,6 +154,9 @@ class Window : public std::enable_shared_from_this<Window> {
   void start(const std::vector<int>& group, int mode);
   // complete: end the access epoch: every call completed at origin and target, then tell them.
   void complete();
+  // Waits for the post of every target of the access epoch that has not come yet (complete
+  // does so first; RMA_CHECK reads the posts' clocks before complete). Outside one: nothing.
+  void await_posts(const char* call);
   // wait: end the exposure epoch once every origin of the post group has completed.
   void wait();
   // test: wait() if it would not block and return true, else false.

@@ -76,13 +76,17 @@ void Window::start(const std::vector<int>& group, int mode) { epochs_.start(grou
 void Window::complete() {
   epochs_.before_complete();
   // Every target's post is consumed, even one we never addressed, so counts stay matched.
-  for (int target : epochs_.access_group()) {
-    if (epochs_.awaits_post(target)) await_post(target, "complete");
-  }
+  await_posts("complete");
   complete_calls("complete", epochs_.access_group());
   if (!epochs_.access_nocheck()) sync_->notify(Sync::Notice::Complete, epochs_.access_group());
   epochs_.completed();
   fabric_->raise_refusal();
+}
+
+void Window::await_posts(const char* call) {
+  for (int target : epochs_.access_group()) {
+    if (epochs_.awaits_post(target)) await_post(target, call);
+  }
 }
 
 bool Window::exposure_done() const {
