@@ -206,18 +206,12 @@ void CheckState::waited() {
 }
 
 void CheckState::locked(int target, bool exclusive) {
-  {
-    py::gil_scoped_release released;
-    checker_->locked(target, exclusive);
-  }
+  checker_->locked(target, exclusive);
   locks_[target] = exclusive;
 }
 
 void CheckState::locked_all() {
-  {
-    py::gil_scoped_release released;
-    checker_->locked_all();
-  }
+  checker_->locked_all();
   lock_all_ = true;
 }
 
@@ -226,14 +220,12 @@ void CheckState::unlocking(int target) {
   if (lock == locks_.end()) return;  // (a lock that _try_lock took, say: not the checker's)
   bool exclusive = lock->second;
   locks_.erase(lock);
-  py::gil_scoped_release released;
   checker_->unlocking(std::span<const int>(&target, 1), exclusive);
 }
 
 void CheckState::unlocking_all() {
   if (!lock_all_) return;
   lock_all_ = false;
-  py::gil_scoped_release released;
   checker_->unlocking(checker_->everyone(), false);
 }
 

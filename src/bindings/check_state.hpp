@@ -76,11 +76,12 @@ class CheckState {
   void completing(rma::Window& core);
   void completed();
   void waited();  // wait, or a test that succeeded: the origins' completes taken in
-  // lock and lock_all, granted: the earlier holders' clocks taken in.
+  // lock and lock_all, granted: the earlier holders' clocks taken in. Without the GIL: they
+  // run in the plain call's own release of it, as do unlocking and unlocking_all.
   void locked(int target, bool exclusive);
   void locked_all();
   // unlock and unlock_all: before the plain call, the clock left at the targets and the
-  // accesses sent; after it, the calls completed here.
+  // accesses sent; after it (with the GIL), the calls completed here.
   void unlocking(int target);
   void unlocking_all();
   void unlocked(std::span<const int> targets);

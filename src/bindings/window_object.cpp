@@ -215,16 +215,23 @@ bool interrupted_as_granted(GiveBack&& give_back) {
   return true;
 }
 
-// The checker's step after a lock was granted (before interrupted_as_granted looks for a
-// signal that came meanwhile) failed (a KeyboardInterrupt, as a Ctrl-C raises):
-// the lock goes back, plainly, before the error leaves the lock call, so that an exception out
-// of a lock call always means "not locked". The step's error stays the one raised.
-template <class Release>
-void given_back(WindowObject* self, const char* call, int completed, Release&& release) {
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  if (!synchronize(self, call, completed, release)) PyErr_Clear();
-  PyErr_Restore(type, value, traceback);
+// RMA_CHECK's step of a granted lock (in the plain call's release of the GIL, before
+// interrupted_as_granted looks for a signal that came meanwhile). If it fails (an Interrupted,
+// as a Ctrl-C raises), the lock goes back, plainly, before the error leaves the lock call, so
+// that an exception out of a lock call always means "not locked". The step's error stays the
+// one raised.
+template <class Step, class Release>
+void checked_grant(CheckState* check, Step&& step, Release&& release) {
+  if (check == nullptr) return;
+  try {
+    step(*check);
+  } catch (...) {
+    try {
+      release();
+    } catch (...) {  // (not given back: its target died, say; the step's error stays)
+    }
+    throw;
+  }
 }
 
 PyObject* lock(WindowObject* self, PyObject** slot) {
@@ -233,12 +240,13 @@ PyObject* lock(WindowObject* self, PyObject** slot) {
   int type = lock_type_of(slot[1], "lock");
   long mode = mode_of(slot[2], "lock");
   check_locks(self, "lock");
-  released([&] { core_of(self).lock(rank, type, static_cast<int>(mode)); });
   bool exclusive = type == rma::kLockExclusive;
-  if (!checked_step(self, [&](CheckState& check) { check.locked(rank, exclusive); })) {
-    given_back(self, "unlock", rank, [&] { core_of(self).unlock(rank); });
-    return nullptr;
-  }
+  CheckState* check = state_of(self).check.get();
+  released([&] {
+    core_of(self).lock(rank, type, static_cast<int>(mode));
+    checked_grant(
+        check, [&](CheckState& state) { state.locked(rank, exclusive); }, [&] { core_of(self).unlock(rank); });
+  });
   if (interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Lock, rank);
 }
@@ -264,11 +272,11 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
   check_open(self, "lock_all");
   long mode = mode_of(slot[0], "lock_all");
   check_locks(self, "lock_all");
-  released([&] { core_of(self).lock_all(static_cast<int>(mode)); });
-  if (!checked_step(self, [](CheckState& check) { check.locked_all(); })) {
-    given_back(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); });
-    return nullptr;
-  }
+  CheckState* check = state_of(self).check.get();
+  released([&] {
+    core_of(self).lock_all(static_cast<int>(mode));
+    checked_grant(check, [](CheckState& state) { state.locked_all(); }, [&] { core_of(self).unlock_all(); });
+  });
   if (interrupted_as_granted([&] { return window_calls::unlock_all(self); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::LockAll, 0);
 }
@@ -600,14 +608,22 @@ bool wait(WindowObject* self) {
 }
 
 bool unlock(WindowObject* self, int rank) {
-  return checked_step(self, [&](CheckState& check) { check.unlocking(rank); }) &&
-         synchronize(self, "unlock", rank, [&] { core_of(self).unlock(rank); }) &&
+  CheckState* check = state_of(self).check.get();
+  return synchronize(self, "unlock", rank,
+                     [&] {
+                       if (check != nullptr) check->unlocking(rank);  // (before: it sends what the unlock completes)
+                       core_of(self).unlock(rank);
+                     }) &&
          checked_step(self, [&](CheckState& check) { check.unlocked(std::span<const int>(&rank, 1)); });
 }
 
 bool unlock_all(WindowObject* self) {
-  return checked_step(self, [](CheckState& check) { check.unlocking_all(); }) &&
-         synchronize(self, "unlock_all", kEveryTarget, [&] { core_of(self).unlock_all(); }) &&
+  CheckState* check = state_of(self).check.get();
+  return synchronize(self, "unlock_all", kEveryTarget,
+                     [&] {
+                       if (check != nullptr) check->unlocking_all();
+                       core_of(self).unlock_all();
+                     }) &&
          checked_step(self, [](CheckState& check) { check.unlocked(check.checker().everyone()); });
 }
 

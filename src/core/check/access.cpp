@@ -13,7 +13,8 @@ bool Access::operator==(const Access& other) const {
   return origin == other.origin && origin_rank == other.origin_rank && target_rank == other.target_rank &&
          call == other.call && kind == other.kind && op == other.op && dtype == other.dtype && spans == other.spans &&
          (clock == other.clock || (clock && other.clock && *clock == *other.clock)) && tick == other.tick &&
-         done_tick == other.done_tick && done == other.done && site == other.site && epoch == other.epoch;
+         done_tick == other.done_tick && done == other.done && site == other.site &&
+         (epoch == other.epoch || (epoch && other.epoch && *epoch == *other.epoch));
 }
 
 Spans merged(std::vector<Span> runs) {
@@ -54,6 +55,8 @@ Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair
   }
   return merged(std::move(runs));
 }
+
+Epoch epoch_named(std::string name) { return std::make_shared<const std::string>(std::move(name)); }
 
 const std::string& interned(std::string_view name) {
   static std::mutex mutex;
@@ -127,7 +130,8 @@ std::string describe(const Access& access) {
       own ? "rank " + std::to_string(access.origin_rank)
           : "rank " + std::to_string(access.origin_rank) + " to rank " + std::to_string(access.target_rank);
   return access.call + op + " by " + whose + ", bytes " + std::to_string(start) + "-" +
-         std::to_string(static_cast<int64_t>(stop) - 1) + ", in its " + access.epoch + ", at " + access.site;
+         std::to_string(static_cast<int64_t>(stop) - 1) + ", in its " +
+         (access.epoch ? *access.epoch : std::string("epoch")) + ", at " + access.site;
 }
 
 std::string conflict_message(const std::string& window, const Access& first, const Access& second,
@@ -189,7 +193,7 @@ void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out
     wire::append(out, access->done_tick);
     wire::append(out, access->done);
     append_text(out, access->site);
-    append_text(out, access->epoch);
+    append_text(out, access->epoch ? *access->epoch : std::string());
   }
 }
 
@@ -199,6 +203,7 @@ std::vector<Access> decode(std::span<const std::byte> data) {
   std::vector<Access> accesses;
   accesses.reserve(std::min<size_t>(count, data.size()));
   ClockStamp clock;
+  Epoch last_epoch;
   for (uint32_t n = 0; n < count; ++n) {
     Access access;
     access.origin = wire::take<int32_t>(data, position);
@@ -225,7 +230,9 @@ std::vector<Access> decode(std::span<const std::byte> data) {
     access.done_tick = wire::take<int64_t>(data, position);
     access.done = wire::take<int64_t>(data, position);
     access.site = take_text(data, position);
-    access.epoch = take_text(data, position);
+    std::string epoch = take_text(data, position);  // (most accesses of a batch share one)
+    if (!last_epoch || *last_epoch != epoch) last_epoch = epoch_named(std::move(epoch));
+    access.epoch = last_epoch;
     accesses.push_back(std::move(access));
   }
   return accesses;

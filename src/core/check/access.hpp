@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,6 +42,11 @@ struct Span {
 // Sorted, disjoint, merged.
 using Spans = std::vector<Span>;
 
+// An epoch's name, shared by the accesses made in it (a lock epoch's record would otherwise
+// allocate its copy, and each copy of the record another).
+using Epoch = std::shared_ptr<const std::string>;
+Epoch epoch_named(std::string name);
+
 struct Access {
   int32_t origin = 0;       // world rank of the origin (the clock's index)
   int32_t origin_rank = 0;  // its rank in the window's communicator
@@ -55,7 +61,7 @@ struct Access {
   int64_t done_tick = kNotDone;  // its call count at the call that completed it at the target
   int64_t done = kNotDone;       // its clock entry that first made that completion known
   std::string site;              // "file.py:12"
-  std::string epoch;             // "fence epoch 2", "exclusive lock epoch 1 on rank 0"...
+  Epoch epoch;                   // "fence epoch 2", "exclusive lock epoch 1 on rank 0"...
   // At the origin, on its record: the publication it was last queued to be sent as completed
   // by (not sent, not compared).
   mutable int64_t queued_done = kNotDone;

@@ -138,7 +138,7 @@ void WindowChecker::direct(int target, bool store, std::span<const Span> spans, 
 
 void WindowChecker::new_epoch(std::string_view kind, std::string_view where) {
   ++epochs_;
-  epoch_ = std::string(kind) + " epoch " + std::to_string(epochs_) + std::string(where);
+  epoch_ = epoch_named(std::string(kind) + " epoch " + std::to_string(epochs_) + std::string(where));
   made_.clear();
 }
 

@@ -204,7 +204,7 @@ class WindowChecker {
   Region lock_rows_;                // rows 0 and 1
   std::set<int> posts_;             // start's targets whose post clock has not come yet
   int epochs_ = 0;
-  std::string epoch_ = "epoch 0";  // before the first fence
+  Epoch epoch_ = epoch_named("epoch 0");  // before the first fence
   std::optional<std::string> found_;
   bool reported_ = false;
 };
