@@ -167,6 +167,13 @@ std::string take_text(std::span<const std::byte> data, size_t& position) {
 // Layout: count, then per access its fields; a clock is written whole only when it differs
 // from the previous access's (a flag says which), as most accesses of a batch share one.
 void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out) {
+  size_t size = sizeof(uint32_t);  // (reserved at once: appending field by field regrew it)
+  for (const Access* access : accesses) {
+    size += 128 + access->call.size() + access->op.size() + access->dtype.size() + access->site.size() +
+            (access->epoch ? access->epoch->size() : 0) + access->spans.size() * sizeof(Span) +
+            access->clock->size() * sizeof(int64_t);
+  }
+  out.reserve(out.size() + size);
   wire::append<uint32_t>(out, static_cast<uint32_t>(accesses.size()));
   const ClockStamp* previous = nullptr;
   for (const Access* access : accesses) {
