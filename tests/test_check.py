@@ -268,6 +268,28 @@ def test_an_origin_array_changed_too_early_is_found(case, size):
     assert_every_rank_found_a_changed_array(run(body, size), size, "origin", call, "32-63")
 
 
+# A longer origin, changed in one byte: the digest reads it in blocks of 64 bytes, then words,
+# then bytes (1003 bytes: 15 blocks, 5 words, 3 bytes); a change in any of them is found.
+LONG_ORIGIN = """
+big = rma.Window.allocate(comm, 1003, np.uint8)
+buf = np.arange(1003, dtype=np.uint8)
+try:
+    with big.lock(0):
+        big.put(buf, 0)
+        buf[{index}] ^= 1
+finally:
+    big.free()
+"""
+
+
+@pytest.mark.parametrize("size", [1, 3])
+@pytest.mark.parametrize("index", [500, 980, 1002])
+def test_a_long_origin_changed_in_one_byte_is_found(index, size):
+    assert_every_rank_found_a_changed_array(
+        run(LONG_ORIGIN.format(index=index), size), size, "origin", "win.put", "0-1002"
+    )
+
+
 def assert_every_rank_found_a_changed_array(results, size, array, call, span):
     """Every rank ended; each found its own `array` ("origin", "result") of `call` changed too
     early (bytes `span` of rank 0), or, when call is None, none found anything."""
