@@ -162,7 +162,7 @@ void CheckState::flushed(std::span<const int> targets, bool local) {
   if (!local) checker_->complete(targets);  // (a flush_local orders nothing at the target)
   completed_here(targets);
   if (!local) checker_->send_batches(targets);
-  checker_->drain(/*poll=*/false);
+  checker_->drain();
   report();
 }
 
@@ -191,12 +191,16 @@ void CheckState::posting() {
   checker_->posting();
 }
 
-void CheckState::posted() { checker_->new_epoch("exposure (post)"); }
+void CheckState::posted() {
+  static const std::string& kExposure = rma::check::interned("exposure (post)");
+  checker_->new_epoch(kExposure);
+}
 
 void CheckState::started(std::vector<int> group) {
   checker_->expect_posts(group);
   access_group_ = std::move(group);
-  checker_->new_epoch("start");
+  static const std::string& kStart = rma::check::interned("start");
+  checker_->new_epoch(kStart);
 }
 
 void CheckState::completing(rma::Window& core) {
@@ -245,7 +249,7 @@ void CheckState::unlocking_all() {
 }
 
 void CheckState::synced() {
-  checker_->drain();
+  checker_->drain(/*poll=*/true);
   report();
 }
 

@@ -26,7 +26,7 @@ Access make(int origin, AccessKind kind, uint64_t start, uint64_t stop, std::str
   access.spans = {{start, stop}};
   access.clock = stamp({0, 0, 0});
   access.site = "program.py:" + std::to_string(origin + 10);
-  access.epoch = rma::check::epoch_named("fence epoch 1");
+  access.epoch = {&rma::check::interned("fence"), 1, -1};
   return access;
 }
 

@@ -13,8 +13,7 @@ bool Access::operator==(const Access& other) const {
   return origin == other.origin && origin_rank == other.origin_rank && target_rank == other.target_rank &&
          call == other.call && kind == other.kind && op == other.op && dtype == other.dtype && spans == other.spans &&
          (clock == other.clock || (clock && other.clock && *clock == *other.clock)) && tick == other.tick &&
-         done_tick == other.done_tick && done == other.done && site == other.site &&
-         (epoch == other.epoch || (epoch && other.epoch && *epoch == *other.epoch));
+         done_tick == other.done_tick && done == other.done && site == other.site && epoch == other.epoch;
 }
 
 Spans merged(std::vector<Span> runs) {
@@ -56,7 +55,17 @@ Spans strided_spans(uint64_t start, uint64_t itemsize, std::span<const std::pair
   return merged(std::move(runs));
 }
 
-Epoch epoch_named(std::string name) { return std::make_shared<const std::string>(std::move(name)); }
+std::string Epoch::text() const {
+  std::string name = kind != nullptr ? *kind + " epoch " : "epoch ";
+  name += std::to_string(number);
+  if (on_rank >= 0) name += " on rank " + std::to_string(on_rank);
+  return name;
+}
+
+bool Epoch::operator==(const Epoch& other) const {
+  return number == other.number && on_rank == other.on_rank &&
+         (kind == other.kind || (kind != nullptr && other.kind != nullptr && *kind == *other.kind));
+}
 
 const std::string& interned(std::string_view name) {
   static std::mutex mutex;
@@ -130,8 +139,7 @@ std::string describe(const Access& access) {
       own ? "rank " + std::to_string(access.origin_rank)
           : "rank " + std::to_string(access.origin_rank) + " to rank " + std::to_string(access.target_rank);
   return access.call + op + " by " + whose + ", bytes " + std::to_string(start) + "-" +
-         std::to_string(static_cast<int64_t>(stop) - 1) + ", in its " +
-         (access.epoch ? *access.epoch : std::string("epoch")) + ", at " + access.site;
+         std::to_string(static_cast<int64_t>(stop) - 1) + ", in its " + access.epoch.text() + ", at " + access.site;
 }
 
 std::string conflict_message(const std::string& window, const Access& first, const Access& second,
@@ -170,7 +178,7 @@ void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out
   size_t size = sizeof(uint32_t);  // (reserved at once: appending field by field regrew it)
   for (const Access* access : accesses) {
     size += 128 + access->call.size() + access->op.size() + access->dtype.size() + access->site.size() +
-            (access->epoch ? access->epoch->size() : 0) + access->spans.size() * sizeof(Span) +
+            (access->epoch.kind != nullptr ? access->epoch.kind->size() : 0) + access->spans.size() * sizeof(Span) +
             access->clock->size() * sizeof(int64_t);
   }
   out.reserve(out.size() + size);
@@ -200,7 +208,9 @@ void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out
     wire::append(out, access->done_tick);
     wire::append(out, access->done);
     append_text(out, access->site);
-    append_text(out, access->epoch ? *access->epoch : std::string());
+    append_text(out, access->epoch.kind != nullptr ? *access->epoch.kind : std::string());
+    wire::append(out, access->epoch.number);
+    wire::append(out, access->epoch.on_rank);
   }
 }
 
@@ -210,7 +220,7 @@ std::vector<Access> decode(std::span<const std::byte> data) {
   std::vector<Access> accesses;
   accesses.reserve(std::min<size_t>(count, data.size()));
   ClockStamp clock;
-  Epoch last_epoch;
+  const std::string* last_kind = nullptr;
   for (uint32_t n = 0; n < count; ++n) {
     Access access;
     access.origin = wire::take<int32_t>(data, position);
@@ -237,9 +247,11 @@ std::vector<Access> decode(std::span<const std::byte> data) {
     access.done_tick = wire::take<int64_t>(data, position);
     access.done = wire::take<int64_t>(data, position);
     access.site = take_text(data, position);
-    std::string epoch = take_text(data, position);  // (most accesses of a batch share one)
-    if (!last_epoch || *last_epoch != epoch) last_epoch = epoch_named(std::move(epoch));
-    access.epoch = last_epoch;
+    std::string kind = take_text(data, position);  // (most accesses of a batch share one)
+    if (!kind.empty() && (last_kind == nullptr || *last_kind != kind)) last_kind = &interned(kind);
+    access.epoch.kind = kind.empty() ? nullptr : last_kind;
+    access.epoch.number = wire::take<int64_t>(data, position);
+    access.epoch.on_rank = wire::take<int32_t>(data, position);
     accesses.push_back(std::move(access));
   }
   return accesses;

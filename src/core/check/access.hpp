@@ -42,10 +42,15 @@ struct Span {
 // Sorted, disjoint, merged.
 using Spans = std::vector<Span>;
 
-// An epoch's name, shared by the accesses made in it (a lock epoch's record would otherwise
-// allocate its copy, and each copy of the record another).
-using Epoch = std::shared_ptr<const std::string>;
-Epoch epoch_named(std::string name);
+// The epoch an access was made in, named only when a message needs it ("exclusive lock epoch
+// 3 on rank 1"): a lock epoch that formatted its name cost more than its record.
+struct Epoch {
+  const std::string* kind = nullptr;  // interned: "fence", "exclusive lock", "start"...; null: before any
+  int64_t number = 0;                 // the window's count of epochs at this rank
+  int32_t on_rank = -1;               // a lock's target, else -1
+  std::string text() const;
+  bool operator==(const Epoch& other) const;
+};
 
 struct Access {
   int32_t origin = 0;       // world rank of the origin (the clock's index)

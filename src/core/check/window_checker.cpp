@@ -136,9 +136,8 @@ void WindowChecker::direct(int target, bool store, std::span<const Span> spans, 
   }
 }
 
-void WindowChecker::new_epoch(std::string_view kind, std::string_view where) {
-  ++epochs_;
-  epoch_ = epoch_named(std::string(kind) + " epoch " + std::to_string(epochs_) + std::string(where));
+void WindowChecker::new_epoch(const std::string& kind, int on_rank) {
+  epoch_ = Epoch{&kind, ++epochs_, on_rank};
   made_.clear();
 }
 
@@ -266,7 +265,9 @@ void WindowChecker::locked(int target, bool exclusive) {
   board_->get(target, earlier.data(), row_[exclusive ? 0 : 1], "lock (RMA_CHECK's clock board)");
   board_->flush(target, "lock (RMA_CHECK's clock board)");
   clock_.merge(earlier);
-  new_epoch(exclusive ? "exclusive lock" : "shared lock", " on rank " + std::to_string(target));
+  static const std::string& kExclusive = interned("exclusive lock");
+  static const std::string& kShared = interned("shared lock");
+  new_epoch(exclusive ? kExclusive : kShared, target);
 }
 
 void WindowChecker::locked_all() {
@@ -280,7 +281,8 @@ void WindowChecker::locked_all() {
   for (size_t target = 0; target < world_.size(); ++target) {
     clock_.merge(std::span<const int64_t>(board_in_).subspan(target * width, width));
   }
-  new_epoch("lock_all");
+  static const std::string& kLockAll = interned("lock_all");
+  new_epoch(kLockAll);
 }
 
 void WindowChecker::unlocking(std::span<const int> targets, bool exclusive) {
@@ -321,7 +323,8 @@ void WindowChecker::exchange_all(const CallName& call) {
     }
   }
   journal_.clear();
-  new_epoch("fence");
+  static const std::string& kFence = interned("fence");
+  new_epoch(kFence);
 }
 
 void WindowChecker::keep(std::optional<std::string> found) {

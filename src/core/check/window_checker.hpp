@@ -87,8 +87,9 @@ class WindowChecker {
   // an access of this rank, complete at once; it goes to target's journal (this rank's own at
   // once, another's with the completed calls).
   void direct(int target, bool store, std::span<const Span> spans, const std::string& site);  // (site: as record's)
-  // Names the epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2").
-  void new_epoch(std::string_view kind, std::string_view where = {});
+  // The epoch this rank's next accesses belong to ("fence epoch 3", "lock_all epoch 2",
+  // "exclusive lock epoch 4 on rank 1"). kind: interned (it names the epoch in messages).
+  void new_epoch(const std::string& kind, int on_rank = -1);
 
   // ---- completion and delivery ----
   // The calls to targets completed there (a flush, unlock, complete or fence is being made).
@@ -99,8 +100,9 @@ class WindowChecker {
   // Sends a target's completed accesses now (this rank's own go to its journal at once).
   void send(int target);
   // Takes in the accesses origins sent without a collective call, as far as they came; `poll`:
-  // making progress first (a flush does not: the progress engine brings them soon enough).
-  void drain(bool poll = true);
+  // making progress first (win.sync does; the other calls leave it to the progress engine,
+  // which brings them soon enough: they come in batches anyway).
+  void drain(bool poll = false);
 
   // Before post: this rank's clock, published, in its row 2 of the board.
   void posting();
@@ -204,7 +206,7 @@ class WindowChecker {
   Region lock_rows_;                // rows 0 and 1
   std::set<int> posts_;             // start's targets whose post clock has not come yet
   int epochs_ = 0;
-  Epoch epoch_ = epoch_named("epoch 0");  // before the first fence
+  Epoch epoch_;  // (before the first fence: "epoch 0")
   std::optional<std::string> found_;
   bool reported_ = false;
 };
