@@ -597,7 +597,11 @@ bool fence(WindowObject* self, long mode) {
 }
 
 bool complete(WindowObject* self) {
-  return checked_step(self, [&](CheckState& check) { check.completing(core_of(self)); }) &&
+  return checked_step(self,
+                      [&](CheckState& check) {
+                        check_open(self, "complete");  // (a freed window's checker has no board left)
+                        check.completing(core_of(self));
+                      }) &&
          synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); }) &&
          checked_step(self, [](CheckState& check) { check.completed(); });
 }
