@@ -234,7 +234,7 @@ uint64_t put_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   if (!given(slot[3]) && rank != rma::kProcNull) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(data.bytes, [&] { return core.put_direct(rank, data.data, offset, data.bytes); })) {
-      return checking(self, rank) ? record(direct_run(offset, data)) : 0;
+      return record(direct_run(offset, data));
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], data, call);
@@ -255,7 +255,7 @@ uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   if (!given(slot[3]) && rank != rma::kProcNull && !result.stand_in()) {
     uint64_t offset = offset_of(self, rank, slot[2], call);
     if (quick(out.bytes, [&] { return core.get_direct(rank, out.data, offset, out.bytes); })) {
-      return checking(self, rank) ? record(direct_run(offset, out)) : 0;
+      return record(direct_run(offset, out));
     }
   }
   rma::Region region = region_of(self, rank, slot[2], slot[3], out, call);
@@ -297,7 +297,7 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
     uint64_t offset = offset_of(self, rank, disp, call);
     if (quick(data.bytes,
               [&] { return core.get_accumulate_direct(rank, op, data.type, data.data, into, offset, data.bytes); })) {
-      return checking(self, rank) ? record(direct_run(offset, data)) : 0;
+      return record(direct_run(offset, data));
     }
   }
   rma::Region region = region_of(self, rank, disp, target, data, call);
@@ -333,7 +333,7 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   };
   if (rank != rma::kProcNull && !result.stand_in() &&
       core.compare_and_swap_direct(rank, data.type, data.data, compare.data, result.operand.data, offset)) {
-    return checking(self, rank) ? record(direct_run(offset, data)) : 0;
+    return record(direct_run(offset, data));
   }
   rma::Region region = contiguous_region(offset, data);
   released([&] { core.compare_and_swap(rank, data.type, data.data, compare.data, result.operand.data, region, call); });

@@ -223,12 +223,16 @@ void WindowChecker::expect_posts(std::span<const int> group) {
 
 void WindowChecker::take_post(int target) {
   if (!posts_.contains(target)) return;
-  size_t width = static_cast<size_t>(clock_.size());
-  std::span<int64_t> post = std::span<int64_t>(board_in_).subspan(target * width, width);
-  board_->get(target, post.data(), row_[2], "start (RMA_CHECK's clock board)");
-  board_->flush(target, "start (RMA_CHECK's clock board)");
+  take_clock(target, row_[2], "start (RMA_CHECK's clock board)");
   posts_.erase(target);  // (only once it came: an interrupted flush leaves it expected)
-  clock_.merge(post);
+}
+
+void WindowChecker::take_clock(int rank, const Region& row, const char* call) {
+  size_t width = static_cast<size_t>(clock_.size());
+  std::span<int64_t> entries = std::span<int64_t>(board_in_).subspan(rank * width, width);
+  board_->get(rank, entries.data(), row, call);
+  board_->flush(rank, call);
+  clock_.merge(entries);
 }
 
 void WindowChecker::leave_clock(std::span<const int> targets, const Region& rows, const char* call) {
@@ -249,22 +253,14 @@ void WindowChecker::completing(std::span<const int> group) {
 }
 
 void WindowChecker::waited() {
-  size_t width = static_cast<size_t>(clock_.size());
-  std::span<int64_t> completes = std::span<int64_t>(board_in_).subspan(rank_ * width, width);
-  board_->get(rank_, completes.data(), row_[3], "wait (RMA_CHECK's clock board)");
-  board_->flush(rank_, "wait (RMA_CHECK's clock board)");
-  clock_.merge(completes);
+  take_clock(rank_, row_[3], "wait (RMA_CHECK's clock board)");
   drain();
 }
 
 void WindowChecker::locked(int target, bool exclusive) {
   drain();
   // An exclusive lock comes after every earlier holder; a shared one after the exclusive ones.
-  size_t width = static_cast<size_t>(clock_.size());
-  std::span<int64_t> earlier = std::span<int64_t>(board_in_).subspan(target * width, width);
-  board_->get(target, earlier.data(), row_[exclusive ? 0 : 1], "lock (RMA_CHECK's clock board)");
-  board_->flush(target, "lock (RMA_CHECK's clock board)");
-  clock_.merge(earlier);
+  take_clock(target, row_[exclusive ? 0 : 1], "lock (RMA_CHECK's clock board)");
   static const std::string& kExclusive = interned("exclusive lock");
   static const std::string& kShared = interned("shared lock");
   new_epoch(exclusive ? kExclusive : kShared, target);

@@ -193,6 +193,8 @@ class WindowChecker {
   MadeKey probe_{};                         // the key of the call being recorded (its spans' memory reused)
   std::vector<int64_t> sent_, received_;    // messages of accesses, by peer
   std::shared_ptr<PendingReceive> listen_;  // (null: none posted)
+  // Takes in the clock in `row` of rank's board (read into its place in board_in_, completed).
+  void take_clock(int rank, const Region& row, const char* call);
   // Leaves this rank's published clock in the rows of targets' boards (MAX), completed.
   void leave_clock(std::span<const int> targets, const Region& rows, const char* call);
 
