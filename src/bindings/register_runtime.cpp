@@ -25,10 +25,13 @@ void register_runtime(py::module_& m) {
         "Raise glibc's mmap and trim thresholds so that message buffers are reused (RMA_MALLOC_TUNING).");
   m.def("usable_providers", &rma::usable_providers,
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
+  m.def("providers_that_know_sources", &rma::providers_that_know_sources,
+        "Of the usable providers, those that tell where each message came from (FI_SOURCE).");
 
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
-                       int progress_sleep_us, const std::string& transport, double hang_report, bool fabric_sleep) {
+                       int progress_sleep_us, const std::string& transport, double hang_report, bool fabric_sleep,
+                       bool trust_network) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -39,15 +42,17 @@ void register_runtime(py::module_& m) {
              options.transport = rma::parse_transport_setting(transport);
              options.hang_report_seconds = hang_report;
              options.fabric_sleep = fabric_sleep;
+             options.trust_network = trust_network;
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
            py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "", py::arg("timeout") = 300.0,
            py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto", py::arg("hang_report") = 10.0,
-           py::arg("fabric_sleep") = false,
+           py::arg("fabric_sleep") = false, py::arg("trust_network") = false,
            "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric. hang_report:\n"
            "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never). fabric_sleep:\n"
-           "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).")
+           "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).\n"
+           "trust_network: span hosts through a provider that cannot tell a message's source (RMA_TRUST_NETWORK).")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)
@@ -83,6 +88,30 @@ void register_runtime(py::module_& m) {
           },
           py::arg("addresses"), py::arg("hosts"),
           "Every rank's address() and host identity (str or bytes; equal ones share a host).")
+      .def_property_readonly(
+          "knows_sources", [](rma::Runtime& runtime) { return runtime.transport().knows_sources(); },
+          "Whether messages count only when their source address is one of the job's ranks (FI_SOURCE).")
+      .def_property_readonly(
+          "dropped_from_outside", [](rma::Runtime& runtime) { return runtime.transport().dropped_from_outside(); },
+          "Messages dropped unread because they came from an address outside the job.")
+      .def(
+          "_send_frame_as_is",
+          [](rma::Runtime& runtime, int target, const py::bytes& frame) {
+            auto bytes = to_bytes(frame);
+            py::gil_scoped_release release;
+            runtime.transport().send_frame_as_is(target, bytes);
+          },
+          py::arg("target"), py::arg("frame"),
+          "For tests of the receiver's checks only: a fragment (header and payload) sent as it is.")
+      .def(
+          "_send_message",
+          [](rma::Runtime& runtime, int target, int handler, const py::bytes& payload) {
+            auto bytes = to_bytes(payload);
+            py::gil_scoped_release release;
+            runtime.transport().send(target, static_cast<uint16_t>(handler), bytes);
+          },
+          py::arg("target"), py::arg("handler"), py::arg("payload"),
+          "For tests of the receiver's checks only: a message of any content to any handler id.")
       .def("world", &rma::Runtime::world)
       .def("mark_peer_dead", &rma::Runtime::mark_peer_dead, py::arg("rank"), py::arg("unreachable") = false)
       .def("finalize", &rma::Runtime::finalize, py::arg("collective"), py::call_guard<py::gil_scoped_release>());

@@ -27,6 +27,14 @@ class RmaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A message from another rank that breaks the wire's rules: too short for what it says it
+// holds, an offset or length that overflows, an id that names nothing. Thrown while a message
+// is read at its target; the router then stops trusting the sender (message_router.hpp).
+class MalformedMessage : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
 // Another rank of the job died (its process ended without finalizing) or cannot be reached.
 class PeerError : public RmaError {
  public:

@@ -87,7 +87,33 @@ int main() {
     CHECK_THROWS(rma::RmaError, "malformed", assembler.add(header(5, 0, 0, 1), bytes("x"), ready));
     CHECK_THROWS(rma::RmaError, "malformed", assembler.add(header(0, 0, 4, 5), bytes("xy"), ready));
     assembler.add(header(0, 0, 0, 1), bytes("x"), ready);
-    CHECK_THROWS(rma::RmaError, "duplicate", assembler.add(header(0, 0, 0, 1), bytes("x"), ready));
+    CHECK_THROWS(rma::MalformedMessage, "already handed on", assembler.add(header(0, 0, 0, 1), bytes("x"), ready));
+  });
+
+  test::run("no fragment writes outside its message, whatever its header says", [] {
+    std::vector<ActiveMessage> ready;
+    MessageAssembler assembler(2);
+    auto refused = [&](FragmentHeader h, size_t bytes_in, const char* why) {
+      CHECK_THROWS(rma::MalformedMessage, why, assembler.add(h, std::vector<std::byte>(bytes_in), ready));
+    };
+    // An offset near 2^64: offset + size wraps around to a small number.
+    refused(header(0, 0, ~uint64_t{0} - 100, 100), 4000, "past the message's end");
+    refused(header(0, 0, uint64_t{1} << 63, 1), 1, "past the message's end");
+    refused(header(0, 0, 0, rma::kMaxMessageBytes + 1), 10, "longer than any message");
+    refused(header(0, rma::kMaxSequencesAhead + 1, 0, 1), 1, "too far ahead");
+    // A second fragment that disagrees with the first of its message.
+    assembler.add(header(0, 0, 0, 10), bytes("abcd"), ready);
+    FragmentHeader other = header(0, 0, 4, 11);
+    refused(other, 2, "disagrees");
+    other.total = 10;
+    other.handler = 9;
+    refused(other, 2, "disagrees");
+    // More bytes than the message holds (a fragment sent twice).
+    assembler.add(header(0, 0, 4, 10), bytes("efgh"), ready);
+    refused(header(0, 0, 4, 10), 4, "more bytes than its message holds");
+    assembler.add(header(0, 0, 8, 10), bytes("ij"), ready);
+    CHECK(ready.size() == 1 && text(ready[0].payload) == "abcdefghij");
+    CHECK(assembler.pending() == 0);
   });
 
   return test::finish();

@@ -8,6 +8,7 @@
 
 #include "check.hpp"
 #include "errors.hpp"
+#include "runtime/peer_status.hpp"
 
 namespace {
 using rma::FragmentHeader;
@@ -33,8 +34,43 @@ bool send(MessageRouter& sender, int target, const std::string& text, Fragments&
 }  // namespace
 
 int main() {
+  test::run("a malformed message makes its source untrusted, and only it", [] {
+    rma::PeerStatus peers(3);
+    MessageRouter zero(0, 3, peers), two(2, 3, peers), receiver(1, 3, peers);
+    std::vector<std::string> got;
+    receiver.set_handler(kHandler, [&](int source, Bytes&& payload) {
+      if (payload.empty()) throw rma::MalformedMessage("an empty message");
+      got.push_back(std::to_string(source) + ":" + std::string(reinterpret_cast<const char*>(payload.data()), 1));
+    });
+    Fragments wire;
+    send(zero, 1, "a", wire);
+    send(two, 1, "b", wire);
+    send(zero, 1, "", wire);   // the handler finds it malformed
+    send(zero, 1, "c", wire);  // dropped: rank 0 is no longer trusted
+    send(two, 1, "d", wire);
+    receiver.deliver(std::move(wire));
+    CHECK((got == std::vector<std::string>{"0:a", "2:b", "2:d"}));
+    CHECK(!receiver.trusts(0) && receiver.trusts(2));
+    // A fragment whose offset wraps around 2^64: refused before a byte of it is copied.
+    FragmentHeader wrapping = two.header(kHandler, 100);
+    two.commit_first(1, wrapping, [] { return true; });
+    wrapping.offset = ~uint64_t{0} - 10;
+    wire.clear();
+    wire.emplace_back(wrapping, Bytes(4000, std::byte{1}));
+    send(two, 1, "e", wire);
+    receiver.deliver(std::move(wire));
+    CHECK(got.size() == 3);
+    CHECK(!receiver.trusts(0) && !receiver.trusts(2));
+    CHECK(peers.dead(0) && peers.dead(2) && !peers.dead(1));
+    CHECK_THROWS(rma::PeerError,
+                 "rank 0 is no longer trusted by rank 1: it sent a malformed message for handler 7: an empty message",
+                 peers.check(0, 1, "comm.recv"));
+    CHECK_THROWS(rma::PeerError, "its bytes go past the message's end", peers.check(2, 1, "comm.recv"));
+  });
+
   test::run("a message refused before anything left takes no number", [] {
-    MessageRouter sender(0, 2), receiver(1, 2);
+    rma::PeerStatus peers(2);
+    MessageRouter sender(0, 2, peers), receiver(1, 2, peers);
     std::vector<std::string> got;
     receiver.set_handler(kHandler, [&](int source, Bytes&& payload) {
       CHECK(source == 0);
@@ -53,7 +89,8 @@ int main() {
   });
 
   test::run("each destination is numbered apart, itself included", [] {
-    MessageRouter sender(1, 3);
+    rma::PeerStatus peers(3);
+    MessageRouter sender(1, 3, peers);
     Fragments wire;
     for (int target : {0, 2, 2, 1, 0, 2}) send(sender, target, "x", wire);
     std::vector<uint64_t> sequences;
@@ -63,7 +100,8 @@ int main() {
   });
 
   test::run("a broken route refuses every later message to its rank, and only to it", [] {
-    MessageRouter sender(0, 3);
+    rma::PeerStatus peers(3);
+    MessageRouter sender(0, 3, peers);
     Fragments wire;
     send(sender, 1, "before", wire);
     sender.break_route(1, "fi_send: Connection reset by peer");

@@ -24,6 +24,9 @@ class RingingTransport final : public rma::Transport {
   std::vector<std::byte> address() const override { return {std::byte{1}}; }
   void connect(const std::vector<std::vector<std::byte>>&, const rma::Topology&) override {}
   std::string provider() const override { return "none"; }
+  bool knows_sources() const override { return true; }
+  uint64_t dropped_from_outside() const override { return 0; }
+  void send_frame_as_is(int, std::span<const std::byte>) override {}
   std::unique_ptr<rma::LocalRegion> register_region(void*, size_t) override { return nullptr; }
   void write(int, const void*, size_t, const rma::RemoteAddress&) override {}
   void read(int, void*, size_t, const rma::RemoteAddress&) override {}

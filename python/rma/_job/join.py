@@ -177,7 +177,18 @@ def _open_runtime(
         _core.tune_malloc()
     hang_report = _float_setting("RMA_HANG_REPORT", 10.0)
     fabric_sleep = fabric_sleep_setting() and spans_hosts  # (checked on one host too)
-    return _core.Runtime(rank, size, provider, node, timeout, sleep_us, transport, hang_report, fabric_sleep)
+    return _core.Runtime(
+        rank, size, provider, node, timeout, sleep_us, transport, hang_report, fabric_sleep, trust_network_setting()
+    )
+
+
+def trust_network_setting() -> bool:
+    """Return RMA_TRUST_NETWORK (default 0): 1 lets a job span hosts through a libfabric provider
+    that cannot tell where a message came from (no FI_SOURCE), trusting every machine on the network."""
+    value = os.environ.get("RMA_TRUST_NETWORK", "").strip() or "0"
+    if value not in ("0", "1"):
+        raise BootstrapError(f"rma.init: RMA_TRUST_NETWORK={value!r}: use 0 or 1")
+    return value == "1"
 
 
 def _join() -> _Job:

@@ -18,12 +18,19 @@ def print_info() -> int:
     print(f"libfabric {_core.libfabric_version()}")
     usable = _core.usable_providers()
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(usable) or 'none'}")
+    knowing = _core.providers_that_know_sources()
+    print(
+        "providers that tell where a message came from (FI_SOURCE; across hosts rma takes messages only "
+        f"through these, unless RMA_TRUST_NETWORK=1): {', '.join(knowing) or 'none'}"
+    )
     requested = os.environ.get("RMA_PROVIDER", "")
     source = f"RMA_PROVIDER={requested}" if requested else "automatic"
     for where, same_host in (("all ranks on this host", True), ("ranks on several hosts", False)):
         provider, node = choose_provider(requested, same_host)
         bound = f", bound to {node}" if node else ""
         state = "" if provider in usable else "  (NOT available here)"
+        if not same_host and provider in usable and provider not in knowing:
+            state += "  (cannot tell a message's source: refused across hosts unless RMA_TRUST_NETWORK=1)"
         print(f"a job with {where}: libfabric provider {provider}{bound} ({source}){state}")
     transport = requested_transport()
     if transport == "libfabric":

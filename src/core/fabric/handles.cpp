@@ -119,8 +119,8 @@ bool CompletionQueue::try_wait(const Fabric& fabric) {
   return fi_trywait(fabric.get(), &queue, 1) == 0;
 }
 
-long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error) {
-  ssize_t n = fi_cq_read(get(), entries, max);
+long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error, fi_addr_t* sources) {
+  ssize_t n = sources != nullptr ? fi_cq_readfrom(get(), entries, max, sources) : fi_cq_read(get(), entries, max);
   if (n >= 0) return n;
   if (n == -FI_EAGAIN) return 0;
   if (n == -FI_EAVAIL) {
@@ -128,7 +128,7 @@ long CompletionQueue::read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entr
     check(fi_cq_readerr(get(), error, 0), "fi_cq_readerr");
     return -1;
   }
-  check(n, "fi_cq_read");
+  check(n, sources != nullptr ? "fi_cq_readfrom" : "fi_cq_read");
   return 0;
 }
 

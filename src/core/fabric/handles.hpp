@@ -85,8 +85,11 @@ class CompletionQueue : public Handle<fid_cq> {
   // queue's other users.
   bool try_wait(const Fabric& fabric);
   // Reads up to max entries; returns how many (0 when empty). An error entry makes this
-  // read it with fi_cq_readerr and return -1 after copying it into *error.
-  long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error);
+  // read it with fi_cq_readerr and return -1 after copying it into *error. With `sources`
+  // (a queue of an endpoint opened with FI_SOURCE), sources[i] receives the address the i-th
+  // entry's message came from: its index in the address vector, or FI_ADDR_NOTAVAIL for an
+  // address that is not in it (fi_cq_readfrom).
+  long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error, fi_addr_t* sources = nullptr);
 
  private:
   int wait_fd_ = -1;

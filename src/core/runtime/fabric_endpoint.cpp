@@ -3,6 +3,9 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -15,6 +18,18 @@ namespace rma {
 namespace {
 constexpr size_t kReceiveBuffers = 32;
 constexpr size_t kCompletionBatch = 16;
+
+// A 64-bit key from the kernel's random source (getrandom: never a predictable sequence, and
+// no state of ours to seed).
+uint64_t random_key() {
+  uint64_t key = 0;
+  for (size_t got = 0; got < sizeof key;) {
+    ssize_t n = getrandom(reinterpret_cast<char*>(&key) + got, sizeof key - got, 0);
+    if (n < 0 && errno != EINTR) throw RmaError(std::string("rma: getrandom: ") + std::strerror(errno));
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  return key;
+}
 }  // namespace
 
 // The context of one posted libfabric operation. Standard layout with the fi_context2 first,
@@ -44,6 +59,8 @@ class FabricEndpoint::Region final : public LocalRegion {
   fabric::MemoryRegion mr_;
   RegionDescriptor descriptor_;
 };
+
+bool FabricEndpoint::provider_knows_no_sources(const std::string& provider) { return provider.rfind("shm", 0) == 0; }
 
 fabric::Info FabricEndpoint::hints(const std::string& provider) {
   auto hints = fabric::Info::allocate();
@@ -75,10 +92,24 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
   static_assert(std::is_standard_layout_v<Operation>);
   fabric::Info hints = FabricEndpoint::hints(provider);
   const char* bind_to = node.empty() ? nullptr : node.c_str();
-  info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
+  // FI_SOURCE where the provider has it (shm and tcp;ofi_rxm do); else without, and the
+  // runtime refuses to span hosts unless the user trusts the network (runtime.hpp).
+  hints->caps |= FI_SOURCE;
+  try {
+    info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
+  } catch (const fabric::FabricError&) {
+    hints->caps &= ~FI_SOURCE;
+    info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
+  }
   fi_info* info = info_->get();
   provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : provider;
   mr_mode_ = info->domain_attr->mr_mode;
+  // shm grants FI_SOURCE, but measured with libfabric 1.17, a process outside the job that
+  // sends to a rank is reported as one of the job's addresses (tests/test_hostile.py). shm
+  // reaches only this host, whose processes of the same user can write into the rank's memory
+  // anyway (process_vm_writev): the operating system's boundary, not the provider's, keeps
+  // strangers out there. So its sources count as unknown, and the header is believed.
+  knows_sources_ = (info->caps & FI_SOURCE) != 0 && !provider_knows_no_sources(provider_);
 
   fabric_.emplace(info);
   domain_.emplace(*fabric_, info);
@@ -156,10 +187,22 @@ void FabricEndpoint::post(int target, const char* call, Post&& try_post) {
 }
 
 std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t length) {
-  uint64_t key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_.fetch_add(1);
   std::lock_guard lock(mutex_);
   const fabric::Endpoint* bind_to = (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr;
-  fabric::MemoryRegion mr(*domain_, base, length, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, key, bind_to);
+  auto registered = [&]() -> fabric::MemoryRegion {
+    uint64_t access = FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE;
+    if (mr_mode_ & FI_MR_PROV_KEY) return fabric::MemoryRegion(*domain_, base, length, access, 0, bind_to);
+    // Our keys: unpredictable, so that only the ranks told a window's key (at its creation) can
+    // reach its memory; a key another region of ours holds (-FI_ENOKEY, once in 2^64) is drawn again.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return fabric::MemoryRegion(*domain_, base, length, access, random_key(), bind_to);
+      } catch (const fabric::FabricError& error) {
+        if (error.code() != FI_ENOKEY || attempt == 8) throw;
+      }
+    }
+  };
+  fabric::MemoryRegion mr = registered();
   RegionDescriptor descriptor;
   descriptor.base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
   descriptor.key = mr.key();
@@ -232,6 +275,27 @@ void FabricEndpoint::send(int target, FragmentHeader& header, std::span<const st
   }
 }
 
+void FabricEndpoint::send_as_is(int target, std::span<const std::byte> frame) {
+  if (frame.size() > kFragmentBytes) throw UsageError("rma: a frame longer than a fragment");
+  auto* op = new Operation(Operation::Kind::Send, target, frame.size());
+  if (!frame.empty()) std::memcpy(op->data, frame.data(), frame.size());
+  try {
+    post(target, "fi_send", [&] {
+      ssize_t rc =
+          fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+      if (rc == 0) {
+        live_sends_.insert(op);
+        ++sends_outstanding_;
+        ++in_flight_;
+      }
+      return rc;
+    });
+  } catch (...) {
+    delete op;
+    throw;
+  }
+}
+
 void FabricEndpoint::retire(Operation* op) {
   if (op->kind == Operation::Kind::Send) {
     live_sends_.erase(op);
@@ -245,6 +309,7 @@ void FabricEndpoint::retire(Operation* op) {
 
 bool FabricEndpoint::poll(Fragments& arrived) {
   fi_cq_data_entry entries[kCompletionBatch];
+  fi_addr_t sources[kCompletionBatch];
   fi_cq_err_entry error;
   std::lock_guard lock(mutex_);
   if (!cq_) return false;
@@ -253,7 +318,7 @@ bool FabricEndpoint::poll(Fragments& arrived) {
     unposted_receives_.pop_back();
     post_receive(receive);
   }
-  long count = cq_->read(entries, kCompletionBatch, &error);
+  long count = cq_->read(entries, kCompletionBatch, &error, knows_sources_ ? sources : nullptr);
   if (count < 0) {
     // An error entry (entries[] was not filled).
     Operation* op = Operation::from(error.op_context);
@@ -283,16 +348,36 @@ bool FabricEndpoint::poll(Fragments& arrived) {
       retire(op);
       continue;
     }
-    if (entry.len < sizeof(FragmentHeader)) {
-      std::fprintf(stderr, "rma: dropped a %zu-byte message without header\n", entry.len);
-    } else {
-      FragmentHeader header;
-      std::memcpy(&header, op->data, sizeof header);
-      arrived.emplace_back(header, std::vector<std::byte>(op->data + sizeof header, op->data + entry.len));
-    }
+    take_fragment(*op, entry.len, knows_sources_ ? sources[i] : FI_ADDR_NOTAVAIL, arrived);
     post_receive(op);
   }
   return count > 0;
+}
+
+void FabricEndpoint::take_fragment(const Operation& receive, size_t bytes, fi_addr_t source, Fragments& arrived) {
+  if (knows_sources_ && (source == FI_ADDR_NOTAVAIL || source >= static_cast<fi_addr_t>(owner_.size()))) {
+    // Not one of the job's ranks: not a byte of it is read. Said once, for whoever wonders
+    // where the traffic goes; counted (dropped_from_outside).
+    if (dropped_from_outside_.fetch_add(1) == 0) {
+      std::fprintf(stderr,
+                   "rma: rank %d: dropped a message from an address outside the job (further ones are dropped "
+                   "silently)\n",
+                   owner_.rank());
+    }
+    return;
+  }
+  int from = knows_sources_ ? static_cast<int>(source) : -1;
+  if (bytes < sizeof(FragmentHeader) || bytes > receive.length) {
+    if (from >= 0) router_.reject(from, "a " + std::to_string(bytes) + "-byte message, too short for a fragment");
+    return;
+  }
+  FragmentHeader header;
+  std::memcpy(&header, receive.data, sizeof header);
+  if (from >= 0 && header.source != static_cast<uint32_t>(from)) {
+    router_.reject(from, "a message fragment that claims to come from rank " + std::to_string(header.source));
+    return;
+  }
+  arrived.emplace_back(header, std::vector<std::byte>(receive.data + sizeof header, receive.data + bytes));
 }
 
 bool FabricEndpoint::idle(int target) {

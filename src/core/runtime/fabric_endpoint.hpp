@@ -6,6 +6,11 @@
 // under one mutex, from the caller's thread or the progress engine's.
 // Completion: a write is posted with FI_DELIVERY_COMPLETE, the only flag under which a
 // completion means "visible at the target" on these providers.
+// Trust: the endpoint asks for FI_SOURCE, so that each arrived fragment comes with the address
+// it was sent from; a fragment from an address that is not one of the job's ranks is dropped
+// unread, and one whose header names another rank than its address is that rank's fault
+// (MessageRouter::reject). Where the provider chooses no keys, the keys of registered memory
+// are random 64-bit numbers: a one-sided operation needs a key only the job's ranks were told.
 #pragma once
 
 #include <atomic>
@@ -40,9 +45,17 @@ class FabricEndpoint {
 
   // The fi_getinfo hints for what rma needs; provider "" means any.
   static fabric::Info hints(const std::string& provider);
+  // Providers whose FI_SOURCE does not tell a process outside the job from the job's ranks
+  // (shm: see the constructor), whatever their caps say.
+  static bool provider_knows_no_sources(const std::string& provider);
 
   // The provider actually opened, e.g. "shm" or "tcp;ofi_rxm".
   const std::string& provider() const noexcept { return provider_; }
+  // Whether the provider tells where each message came from (FI_SOURCE). Without it, a
+  // fragment's header is the only word on its source.
+  bool knows_sources() const noexcept { return knows_sources_; }
+  // Fragments from addresses outside the job, dropped so far.
+  uint64_t dropped_from_outside() const noexcept { return dropped_from_outside_.load(); }
   // What peers insert into their address vectors to reach this endpoint.
   const std::vector<std::byte>& name() const noexcept { return name_; }
   // Inserts every rank's name (index = world rank). Throws FabricError.
@@ -56,6 +69,8 @@ class FabricEndpoint {
   // first fragment of a message (`first`) takes its sequence number from the router when the
   // provider takes it (MessageRouter::commit_first), into header.sequence.
   void send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first);
+  // Posts `frame` as it is (Transport::send_frame_as_is); at most kFragmentBytes.
+  void send_as_is(int target, std::span<const std::byte> frame);
 
   // Reads completions: appends arrived fragments to `arrived`, reposts their receives, retires
   // finished sends and one-sided operations. True if anything completed.
@@ -89,7 +104,10 @@ class FabricEndpoint {
   void post(int target, const char* call, Post&& try_post);
   void transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote);
   void post_receive(Operation* receive);  // under mutex_
-  void retire(Operation* op);             // under mutex_: a finished send or one-sided operation
+  // A fragment arrived in `receive` (`bytes` long, from address `source` when the provider
+  // tells): appends it to `arrived` if it came from a job rank that it names (under mutex_).
+  void take_fragment(const Operation& receive, size_t bytes, fi_addr_t source, Fragments& arrived);
+  void retire(Operation* op);  // under mutex_: a finished send or one-sided operation
 
   Transport& owner_;
   MessageRouter& router_;
@@ -103,7 +121,8 @@ class FabricEndpoint {
   std::optional<fabric::Endpoint> endpoint_;
   std::vector<std::byte> name_;
   uint64_t mr_mode_ = 0;
-  std::atomic<uint64_t> next_key_{1};  // for providers that let us choose keys
+  bool knows_sources_ = false;
+  std::atomic<uint64_t> dropped_from_outside_{0};
 
   // Guards every libfabric call and the bookkeeping below.
   std::mutex mutex_;

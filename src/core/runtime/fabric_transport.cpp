@@ -20,14 +20,18 @@ class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const FabricOptions& options)
       : Transport(options.rank, options.size),
-        router_(options.rank, options.size),
+        router_(options.rank, options.size, peers()),
         endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds, options.fabric_sleep),
         link_(*this, router_, options.timeout_seconds),
-        inbox_messages_(options.inbox_messages) {}
+        inbox_messages_(options.inbox_messages),
+        trust_network_(options.trust_network) {}
 
   std::vector<std::byte> address() const override;
   void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) override;
   std::string provider() const override { return endpoint_.provider(); }
+  bool knows_sources() const override { return endpoint_.knows_sources(); }
+  uint64_t dropped_from_outside() const override { return endpoint_.dropped_from_outside(); }
+  void send_frame_as_is(int target, std::span<const std::byte> frame) override;
 
   std::unique_ptr<LocalRegion> register_region(void* base, size_t length) override {
     return endpoint_.register_region(base, length);
@@ -80,6 +84,7 @@ class FabricTransport final : public Transport {
   FabricEndpoint endpoint_;
   InboxLink link_;
   bool inbox_messages_;
+  bool trust_network_;
   bool connected_ = false;
   std::atomic<uint64_t> passes_{0};  // of progress(), to poll an idle fabric less often
   static constexpr uint64_t kFabricPollEvery = 16;
@@ -103,6 +108,12 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
     FabricAddress address = FabricAddress::decode(addresses[peer], peer);
     names.push_back(std::move(address.endpoint));
     inboxes.push_back(std::move(address.inbox));
+  }
+  if (topology.host_count() > 1 && !endpoint_.knows_sources() && !trust_network_) {
+    throw UsageError("rma: the libfabric provider " + endpoint_.provider() +
+                     " cannot tell which address a message came from (no FI_SOURCE), so across hosts any machine "
+                     "that reaches the network could speak as a rank of this job; use a provider that can (tcp, "
+                     "the default), or set RMA_TRUST_NETWORK=1 if you trust every machine on it");
   }
   link_.connect(inboxes, topology);
   endpoint_.connect(names);
@@ -152,6 +163,16 @@ void FabricTransport::send(int target, uint16_t handler, std::span<const std::by
     if (offset > 0) router_.break_route(target, error.what());
     throw;
   }
+}
+
+void FabricTransport::send_frame_as_is(int target, std::span<const std::byte> frame) {
+  check_target(target, "send_frame_as_is");
+  if (inbox_messages_ && link_.reaches(target)) {
+    link_.push_as_is(target, frame);
+  } else {
+    endpoint_.send_as_is(target, frame);
+  }
+  link_.ring(target);
 }
 
 bool FabricTransport::progress() {

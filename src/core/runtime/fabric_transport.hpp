@@ -25,6 +25,9 @@ struct FabricOptions {
   // (runtime/fabric_watcher.hpp). It costs the provider a signal per completion: about 10 us
   // more per message round trip over tcp, so only jobs that span hosts ask for it.
   bool fabric_sleep = false;
+  // Connect across hosts even when the provider cannot tell a message's source (FI_SOURCE):
+  // the user trusts every machine that reaches the network. Without it, connect refuses.
+  bool trust_network = false;
 };
 
 // A rank's address as this transport publishes it (Transport::address) and reads it
@@ -45,7 +48,9 @@ struct FabricAddress {
 };
 
 // Opens this rank's endpoint and inbox; connect() makes the job reachable. Throws FabricError
-// when the provider cannot be used, RmaError when the inbox cannot be made.
+// when the provider cannot be used, RmaError when the inbox cannot be made. connect() throws
+// UsageError for a job that spans hosts through a provider that cannot tell where messages
+// come from, unless options.trust_network.
 std::unique_ptr<Transport> open_fabric_transport(const FabricOptions& options);
 
 }  // namespace rma

@@ -66,12 +66,32 @@ void InboxLink::push(int target, FragmentHeader& header, std::span<const std::by
       /*interruptible=*/false);
 }
 
+void InboxLink::push_as_is(int target, std::span<const std::byte> frame) {
+  if (frame.size() > ShmInbox::kSlotBytes) throw UsageError("rma: a frame longer than an inbox slot");
+  owner_.wait_until(
+      [&] {
+        std::lock_guard lock(push_mutexes_[target]);
+        return peers_[target]->try_push(owner_.rank(), frame, {});
+      },
+      Deadline::after(timeout_seconds_), std::span<const int>(&target, 1),
+      [&] { return "a frame to rank " + std::to_string(target); }, nullptr, /*interruptible=*/false);
+}
+
 size_t InboxLink::drain(Fragments& arrived) {
   std::unique_lock lock(drain_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
-  return inbox_->drain([&](std::span<const std::byte> fragment) {
+  return inbox_->drain([&](int source, std::span<const std::byte> fragment) {
+    // The ring a fragment is in says who wrote it (a ring has one producer): the header must agree.
+    if (fragment.size() < sizeof(FragmentHeader)) {
+      router_.reject(source, "a " + std::to_string(fragment.size()) + "-byte message, too short for a fragment");
+      return;
+    }
     FragmentHeader header;
     std::memcpy(&header, fragment.data(), sizeof header);
+    if (header.source != static_cast<uint32_t>(source)) {
+      router_.reject(source, "a message fragment that claims to come from rank " + std::to_string(header.source));
+      return;
+    }
     arrived.emplace_back(header, std::vector<std::byte>(fragment.begin() + sizeof header, fragment.end()));
   });
 }

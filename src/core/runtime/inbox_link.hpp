@@ -58,6 +58,8 @@ class InboxLink {
   }
   // Appends the fragments waiting in this rank's inbox to `arrived`; returns how many. One
   // thread at a time takes them: another that calls meanwhile gets 0.
+  // Writes `frame` into target's inbox as it is (Transport::send_frame_as_is), waiting for room.
+  void push_as_is(int target, std::span<const std::byte> frame);
   size_t drain(Fragments& arrived);
   Bell& bell() { return inbox_->bell(); }
   // The barrier board of `rank` (this rank's own too); null for a rank not reached.

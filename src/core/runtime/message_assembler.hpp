@@ -28,6 +28,13 @@ static_assert(sizeof(FragmentHeader) == 32);
 inline constexpr size_t kFragmentBytes = 64 * 1024;
 inline constexpr size_t kFragmentPayload = kFragmentBytes - sizeof(FragmentHeader);
 
+// What the assembler believes of a fragment's header: nothing a rank sends can make it write
+// outside a message's buffer, allocate without bound or skip ahead of messages it must hand on
+// in order. A message may be at most kMaxMessageBytes long, and a source at most
+// kMaxSequencesAhead messages ahead of the one handed on next.
+inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
+inline constexpr uint64_t kMaxSequencesAhead = uint64_t{1} << 20;
+
 // Fragments as they arrive, each with its payload.
 using Fragments = std::vector<std::pair<FragmentHeader, std::vector<std::byte>>>;
 
@@ -41,7 +48,11 @@ class MessageAssembler {
  public:
   explicit MessageAssembler(int sources);
   // Takes one fragment; appends to `ready` every message this completes, in source order.
-  // Throws RmaError on a malformed fragment.
+  // Throws MalformedMessage on a fragment that breaks the rules above (a source outside the
+  // job, an offset or length past the message's end, a sequence number already handed on or
+  // too far ahead, a fragment that disagrees with the message it belongs to); nothing of it is
+  // kept. The caller trusts the header's source: it checked it against where the fragment came
+  // from.
   void add(const FragmentHeader& header, std::span<const std::byte> payload, std::vector<ActiveMessage>& ready);
   // The same, taking the payload's bytes (a whole message is handed on without a copy).
   void add(const FragmentHeader& header, std::vector<std::byte>&& payload, std::vector<ActiveMessage>& ready);
@@ -53,7 +64,7 @@ class MessageAssembler {
     uint16_t handler = 0;
     std::vector<std::byte> data;  // grows as fragments come; total bytes once all did
     uint64_t total = 0;
-    uint64_t received = 0;
+    uint64_t received = 0;  // payload bytes taken; more than total only for a malformed message
   };
   struct Source {
     uint64_t next = 0;                    // the sequence number to hand on next

@@ -12,7 +12,28 @@ namespace {
 thread_local bool t_delivering = false;
 }  // namespace
 
-MessageRouter::MessageRouter(int rank, int size) : rank_(rank), routes_(new Route[size]), assembler_(size) {}
+MessageRouter::MessageRouter(int rank, int size, PeerStatus& peers)
+    : rank_(rank),
+      size_(size),
+      peers_(peers),
+      routes_(new Route[size]),
+      rejected_(new std::atomic<bool>[size]),
+      assembler_(size) {
+  for (int i = 0; i < size; ++i) rejected_[i].store(false);
+}
+
+bool MessageRouter::trusts(int source) const noexcept {
+  return source >= 0 && source < size_ && !rejected_[source].load(std::memory_order_acquire);
+}
+
+void MessageRouter::reject(int source, const std::string& why) {
+  if (source < 0 || source >= size_ || rejected_[source].exchange(true)) return;
+  std::fprintf(stderr,
+               "rma: rank %d: rank %d sent %s; rank %d no longer takes its messages, and calls that wait for it "
+               "raise PeerError\n",
+               rank_, source, why.c_str(), rank_);
+  peers_.mark_misbehaving(source, why);
+}
 
 void MessageRouter::set_handler(uint16_t id, ActiveMessageHandler handler) {
   std::lock_guard lock(delivery_mutex_);
@@ -80,20 +101,23 @@ void MessageRouter::deliver(Fragments&& fragments) {
 void MessageRouter::dispatch(Fragments& batch) {
   std::vector<ActiveMessage> ready;
   for (auto& [header, payload] : batch) {
+    if (!trusts(static_cast<int>(header.source))) continue;  // (a source outside the job is never trusted)
     try {
       assembler_.add(header, std::move(payload), ready);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+    } catch (const MalformedMessage& e) {
+      reject(static_cast<int>(header.source), e.what());
     }
   }
   for (auto& message : ready) {
+    if (!trusts(message.source)) continue;  // rejected by an earlier message of this batch
     if (message.handler >= handlers_.size() || !handlers_[message.handler]) {
-      std::fprintf(stderr, "rma: rank %d: no handler %u for a message from rank %d\n", rank_, message.handler,
-                   message.source);
+      reject(message.source, "a message for handler " + std::to_string(message.handler) + ", which does not exist");
       continue;
     }
     try {
       handlers_[message.handler](message.source, std::move(message.payload));
+    } catch (const MalformedMessage& e) {
+      reject(message.source, "a malformed message for handler " + std::to_string(message.handler) + ": " + e.what());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rma: rank %d: active-message handler %u failed: %s\n", rank_, message.handler, e.what());
     }

@@ -16,6 +16,13 @@
 // after (a later fragment, or a fragment whose completion reports an error) leaves a message
 // the receiver can never complete; the route is then broken, and every later send to that
 // rank throws PeerError saying why, instead of queueing behind it.
+//
+// Trust: the transports hand on only fragments whose header names the rank they came from (the
+// provider's source address, an inbox's ring), and the assembler and the handlers read
+// every length, offset and id with checks (MalformedMessage). A rank that sends a malformed
+// fragment or message is no longer trusted: what it sends after is dropped, and PeerStatus
+// counts it as dead with the reason, so that calls waiting for it raise PeerError instead of
+// hanging on a message stream that lost its order.
 #pragma once
 
 #include <atomic>
@@ -32,7 +39,7 @@ namespace rma {
 
 class MessageRouter {
  public:
-  MessageRouter(int rank, int size);
+  MessageRouter(int rank, int size, PeerStatus& peers);
 
   // Installs (or replaces) the handler of `id`.
   void set_handler(uint16_t id, ActiveMessageHandler handler);
@@ -50,11 +57,18 @@ class MessageRouter {
   void break_route(int target, const std::string& why);
   // Queues arrived fragments, then dispatches every message they complete unless another
   // thread does (or a handler of this thread's is running: the dispatch loop under it will).
-  // A malformed fragment, a message without handler and a failing handler are reported on
-  // stderr, not thrown: they must not stop the messages of others.
+  // A malformed fragment or message (MalformedMessage from the assembler or a handler, or a
+  // message for a handler that does not exist) makes its source untrusted (reject); a handler
+  // failing otherwise is reported on stderr. Nothing is thrown: one rank's messages must not
+  // stop the others'.
   void deliver(Fragments&& fragments);
   // Whether fragments wait for dispatch (then deliver({}) dispatches them).
   bool has_pending() const noexcept { return has_pending_.load(std::memory_order_acquire); }
+  // `source` broke the wire's rules (`why`, after "it sent"): says so once on stderr, drops all
+  // it sends from now on, and marks it misbehaving in PeerStatus. Any thread.
+  void reject(int source, const std::string& why);
+  // Whether fragments from `source` are still taken.
+  bool trusts(int source) const noexcept;
 
  private:
   struct Route {  // to one destination
@@ -64,7 +78,10 @@ class MessageRouter {
   };
   void dispatch(Fragments& batch);
   int rank_;
+  int size_;
+  PeerStatus& peers_;
   std::unique_ptr<Route[]> routes_;
+  std::unique_ptr<std::atomic<bool>[]> rejected_;  // per source
   std::mutex pending_mutex_;
   Fragments pending_;
   std::atomic<bool> has_pending_{false};

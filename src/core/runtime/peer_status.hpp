@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -17,6 +18,10 @@ class PeerStatus {
   // not known to have ended, but silent (its host, or this one, stopped answering the
   // rendezvous store: a link down, a host gone), which the errors say instead.
   void mark_dead(int rank, bool unreachable = false) noexcept;
+  // rank sent this rank a message that breaks the wire's rules (a length, offset, id or
+  // sequence number that cannot be right; message_router.hpp): nothing more it sends can be
+  // trusted, so it counts as dead here, and the errors say why. The first reason stays.
+  void mark_misbehaving(int rank, const std::string& why);
   bool dead(int rank) const noexcept;
   bool any_dead() const noexcept { return any_dead_.load(std::memory_order_acquire); }
   // Throws PeerError if one of `ranks` (world ranks) is dead; `during` names the waiting call.
@@ -31,6 +36,8 @@ class PeerStatus {
   int size_;
   std::unique_ptr<std::atomic<bool>[]> dead_;
   std::unique_ptr<std::atomic<bool>[]> unreachable_;
+  std::unique_ptr<std::string[]> misbehaviour_;  // why, set before dead_ (read after it)
+  mutable std::mutex misbehaviour_mutex_;
   std::atomic<bool> any_dead_{false};
   std::atomic<bool> job_lost_{false};
   std::atomic<bool> job_unreachable_{false};

@@ -13,8 +13,10 @@ std::string libfabric_version() {
   return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
 }
 
-std::vector<std::string> usable_providers() {
+namespace {
+std::vector<std::string> providers_with(uint64_t more_caps) {
   fabric::Info hints = FabricEndpoint::hints("");
+  hints->caps |= more_caps;
   fi_info* found = nullptr;
   std::vector<std::string> names;
   if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;
@@ -25,6 +27,15 @@ std::vector<std::string> usable_providers() {
       names.push_back(name);
     }
   }
+  return names;
+}
+}  // namespace
+
+std::vector<std::string> usable_providers() { return providers_with(0); }
+
+std::vector<std::string> providers_that_know_sources() {
+  std::vector<std::string> names = providers_with(FI_SOURCE);
+  std::erase_if(names, FabricEndpoint::provider_knows_no_sources);
   return names;
 }
 

@@ -10,5 +10,8 @@ std::string libfabric_version();
 // Providers on this machine that offer what rma needs (RDM endpoints with FI_MSG, FI_RMA and
 // FI_ATOMIC), in libfabric's order of preference.
 std::vector<std::string> usable_providers();
+// Of those, the ones that tell where each message came from (FI_SOURCE): rma takes messages
+// across hosts only through these, unless RMA_TRUST_NETWORK=1 (fabric_transport.hpp).
+std::vector<std::string> providers_that_know_sources();
 
 }  // namespace rma

@@ -45,6 +45,9 @@ struct RuntimeOptions {
   // The job spans hosts and idle ranks sleep on the fabric's wait fd (RMA_FABRIC_SLEEP) rather
   // than polling it for the other hosts' traffic (FabricOptions::fabric_sleep).
   bool fabric_sleep = false;
+  // Take messages across hosts through a provider that cannot tell where a message came from
+  // (no FI_SOURCE): then anyone who reaches the network can speak as a rank (RMA_TRUST_NETWORK).
+  bool trust_network = false;
 };
 
 // Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the

@@ -10,6 +10,7 @@
 // owner's transport closes; rmarun and rma.init remove those of killed processes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +48,10 @@ class ShmInbox {
   // Producer (the source rank, one thread at a time): copies header and payload into the
   // ring from `source` as one fragment; false if the ring is full (nothing written).
   bool try_push(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
-  // Consumer (the owner, one thread at a time): calls take(bytes) for every waiting fragment
-  // (the span is valid during the call only). Returns how many it took.
+  // Consumer (the owner, one thread at a time): calls take(source, bytes) for every waiting
+  // fragment, with the rank whose ring it was in (the span is valid during the call only; a
+  // length word past the slot, which only a broken peer writes, is cut to the slot). Returns
+  // how many it took.
   template <class Take>
   size_t drain(Take&& take) {
     size_t taken = 0;
@@ -59,7 +62,7 @@ class ShmInbox {
         std::atomic<uint32_t>& length = length_of(at);
         uint32_t bytes = length.load(std::memory_order_acquire);
         if (bytes == 0) break;
-        take(fragment(at, bytes));
+        take(source, fragment(at, std::min<uint32_t>(bytes, kSlotBytes)));
         length.store(0, std::memory_order_release);  // the slot may be written again
       }
     }

@@ -65,6 +65,15 @@ class Transport {
   virtual void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) = 0;
   // The libfabric provider in use, e.g. "shm" or "tcp;ofi_rxm".
   virtual std::string provider() const = 0;
+  // Whether a message's source is known from where it came (the provider's FI_SOURCE, an
+  // inbox's ring), not only from its header; false: the header is believed.
+  virtual bool knows_sources() const = 0;
+  // Fragments dropped unread because they came from an address outside the job.
+  virtual uint64_t dropped_from_outside() const = 0;
+  // For tests of the receiver's checks only: sends `frame` (a fragment header and payload, as
+  // the receiver reads them) to target as it is, through the path messages to target take,
+  // with no numbering and no check.
+  virtual void send_frame_as_is(int target, std::span<const std::byte> frame) = 0;
 
   // Registers memory for one-sided access by peers. Throws FabricError.
   virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;

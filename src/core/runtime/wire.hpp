@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "errors.hpp"
@@ -17,14 +19,26 @@ void append(std::vector<std::byte>& out, T value) {
   out.insert(out.end(), bytes, bytes + sizeof value);
 }
 
-// Reads a T at data[position] and advances position; RmaError if the message is too short.
+// Reads a T at data[position] and advances position; MalformedMessage if the message is too
+// short.
 template <class T>
 T take(std::span<const std::byte> data, size_t& position) {
-  if (position + sizeof(T) > data.size()) throw RmaError("rma: truncated message");
+  if (position > data.size() || data.size() - position < sizeof(T)) throw MalformedMessage("a truncated message");
   T value;
   std::memcpy(&value, data.data() + position, sizeof value);
   position += sizeof value;
   return value;
+}
+
+// The next `length` bytes of data at position, advancing position; MalformedMessage if the
+// message holds fewer.
+inline std::span<const std::byte> take_bytes(std::span<const std::byte> data, size_t& position, uint64_t length) {
+  if (position > data.size() || data.size() - position < length) {
+    throw MalformedMessage("a message shorter than the " + std::to_string(length) + " bytes it says it holds");
+  }
+  auto bytes = data.subspan(position, static_cast<size_t>(length));
+  position += static_cast<size_t>(length);
+  return bytes;
 }
 
 }  // namespace rma::wire

@@ -19,10 +19,12 @@ bool LockQueue::free_for(int type) const {
   return count_ == 0 && exclusive_ == 0 && (type == kLockSharedType || shared_holders_ == 0);
 }
 
-void LockQueue::enqueue(int origin, int type) {
+bool LockQueue::enqueue(int origin, int type) {
   // One request per origin at a time, so the ring never overflows.
+  if (count_ >= capacity_) return false;
   entries()[(head_ + count_) % capacity_] = static_cast<uint32_t>(origin) << 1 | (type == kLockExclusiveType ? 1u : 0u);
   ++count_;
+  return true;
 }
 
 bool LockQueue::withdraw(int origin) {

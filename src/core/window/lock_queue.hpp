@@ -24,7 +24,9 @@ class LockQueue {
   // Whether a request of type would be granted at once: the queue is empty and the holders
   // are compatible (what try-lock asks).
   bool free_for(int type) const;
-  void enqueue(int origin, int type);
+  // Queues origin's request; false (nothing queued) when every place is taken, which only an
+  // origin that asks twice without waiting for its grant does.
+  bool enqueue(int origin, int type);
   // Removes origin's waiting request; false if it is not waiting (granted meanwhile).
   bool withdraw(int origin);
   // origin stops holding its lock.

@@ -75,11 +75,31 @@ Region Region::parse(std::span<const std::byte> data, size_t& position) {
   auto offset = wire::take<uint64_t>(data, position);
   auto element_size = wire::take<uint32_t>(data, position);
   auto ndim = wire::take<uint32_t>(data, position);
-  if (ndim > 64 || element_size == 0) throw RmaError("rma: malformed region in a message");
+  if (ndim > kMaxDims) throw MalformedMessage("a region of " + std::to_string(ndim) + " dimensions");
+  if (element_size == 0) throw MalformedMessage("a region of 0-byte elements");
   std::vector<RegionDim> dims(ndim);
   for (auto& dim : dims) {
     dim.count = wire::take<uint64_t>(data, position);
     dim.stride = wire::take<int64_t>(data, position);
+  }
+  // Bounds that no region of a real window comes near, under which nothing a region's walk
+  // computes (for_each_run, extent, bytes) can overflow: each |stride| * count, the offset, and
+  // their sum below 2^62, and the elements times their size too.
+  constexpr uint64_t kBound = uint64_t{1} << 62;
+  auto overflow = [&] {
+    return MalformedMessage("a region whose offsets overflow (offset " + std::to_string(offset) + ")");
+  };
+  if (offset >= kBound) throw overflow();
+  uint64_t reach = offset, elements = element_size;  // (each sum below 2^63: none wraps)
+  bool empty = false;
+  for (const auto& dim : dims) {
+    uint64_t magnitude = dim.stride < 0 ? 0 - static_cast<uint64_t>(dim.stride) : static_cast<uint64_t>(dim.stride);
+    uint64_t span = 0;
+    if (dim.count == 0) empty = true;
+    if (__builtin_mul_overflow(magnitude, dim.count, &span) || span >= kBound || (reach += span) >= kBound ||
+        (!empty && (__builtin_mul_overflow(elements, dim.count, &elements) || elements >= kBound))) {
+      throw overflow();
+    }
   }
   return Region(offset, element_size, std::move(dims));
 }

@@ -18,6 +18,7 @@ struct RegionDim {
 
 class Region {
  public:
+  static constexpr uint32_t kMaxDims = 64;
   Region() = default;
   Region(uint64_t offset, uint32_t element_size, std::vector<RegionDim> dims);
   // length bytes from offset, as elements of element_size.
@@ -38,7 +39,9 @@ class Region {
   void for_each_run(Visit&& visit) const;
 
   void append_to(std::vector<std::byte>& out) const;
-  // Parses what append_to wrote at data[position...], advancing position; throws RmaError.
+  // Parses what append_to wrote at data[position...], advancing position. Throws
+  // MalformedMessage for bytes no append_to writes: too few, more than kMaxDims dimensions,
+  // 0-byte elements, or counts, strides and offset whose walk would overflow 64 bits.
   static Region parse(std::span<const std::byte> data, size_t& position);
 
  private:

@@ -33,12 +33,39 @@ std::byte* Window::local_address(uint64_t offset) {
   return dynamic_ ? reinterpret_cast<std::byte*>(offset) : static_cast<std::byte*>(base_) + offset;
 }
 
+namespace {
+void check_apply(Kind kind, ReduceOp op, ElementType type, const Region& region, size_t data_bytes) {
+  // What FabricReach's put, accumulate and compare_and_swap send, and nothing else: the memory
+  // touched is then the region's, which accept() checks against the window.
+  if (kind > Kind::CompareSwap || op > ReduceOp::NoOp || type > ElementType::Bytes) {
+    throw MalformedMessage("an apply request of an unknown kind, op or element type");
+  }
+  if (kind != Kind::Copy) {
+    size_t size = element_size(type);
+    if (size != 0 && size != region.element_size()) {
+      throw MalformedMessage("an apply request whose elements are not " + describe(type));
+    }
+    if (kind == Kind::CompareSwap ? !compare_fits(type) || region.elements() != 1 : !op_fits(op, type)) {
+      throw MalformedMessage("an apply request with " + describe(op) + " on " + describe(type));
+    }
+  }
+  uint64_t expected = kind == Kind::CompareSwap                    ? 2 * region.bytes()
+                      : kind != Kind::Copy && op == ReduceOp::NoOp ? 0
+                                                                   : region.bytes();
+  if (data_bytes != expected) {
+    throw MalformedMessage("an apply request with " + std::to_string(data_bytes) + " bytes of data for a region of " +
+                           std::to_string(region.bytes()));
+  }
+}
+}  // namespace
+
 void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
   auto request = wire::take<uint64_t>(message, position);
   auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
   auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
   auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
   Region region = Region::parse(message, position);
+  check_apply(kind, op, type, region, message.size() - position);
   Bytes reply = window_wire::header(id_, request);
   std::unique_lock attached = hold_attachments();
   if (!accept(source, region, reply)) return;
@@ -154,6 +181,7 @@ void Window::note_complete(int source, std::span<const std::byte>, size_t) {
 
 void Window::serve_lock(int source, std::span<const std::byte> message, size_t position) {
   int type = wire::take<uint8_t>(message, position);
+  if (type != kLockExclusiveType && type != kLockSharedType) throw MalformedMessage("a lock request of no lock type");
   bool try_only = wire::take<uint8_t>(message, position) != 0;
   int origin = rank_of_world(source);
   if (origin >= 0) message_sync("lock").lock_requested(origin, type, try_only);

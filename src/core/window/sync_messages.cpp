@@ -87,7 +87,7 @@ void MessageSync::unlock(int target) {
 
 void MessageSync::lock_requested(int origin, int type, bool try_only) {
   if (try_only && !queue_->free_for(type)) return answer(origin, 2);
-  queue_->enqueue(origin, type);
+  if (!queue_->enqueue(origin, type)) throw MalformedMessage("a lock request while its earlier one still waits");
   grant_waiting();
 }
 
