@@ -96,16 +96,25 @@ def link_timeout() -> float:
     return value
 
 
+# Linux refuses keepalive probes more than 32767 s apart or after more idle time, and more than
+# 127 of them (EINVAL).
+_LONGEST_KEEPALIVE_SECONDS = 32767
+_MOST_KEEPALIVE_PROBES = 127
+
+
 def watch_link(sock: socket.socket, seconds: float) -> None:
     """Make the kernel give up on sock about `seconds` after its other end stopped answering:
-    keepalive probes 1 s apart after a third of it idle, and unacknowledged data no longer
-    than all of it (TCP_USER_TIMEOUT). 0: never."""
+    keepalive probes 1 s apart (further apart when more than the kernel's 127 probes would be
+    needed) after a third of it idle, and unacknowledged data no longer than all of it
+    (TCP_USER_TIMEOUT). 0: never."""
     if seconds <= 0 or not hasattr(socket, "TCP_KEEPIDLE"):
         return
-    idle = max(1, int(seconds / 3))
+    idle = min(max(1, int(seconds / 3)), _LONGEST_KEEPALIVE_SECONDS)
+    probing = max(1, int(seconds) - idle)
+    interval = -(-probing // _MOST_KEEPALIVE_PROBES)  # (rounded up)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, int(seconds) - idle))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, probing // interval))
     if hasattr(socket, "TCP_USER_TIMEOUT"):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(seconds * 1000))
