@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from ..errors import BootstrapError, PeerError, RMATimeoutError
 from .frames import JSON, Channel
-from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, link_timeout, parse_address, watch_link
+from .settings import link_timeout
+from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, parse_address, watch_link
 
 __all__ = ["StoreClient"]
 

@@ -24,13 +24,10 @@ values travel base64-encoded.
 from __future__ import annotations
 
 import base64
-import os
 import socket
 
-from ..errors import BootstrapError
-
 __all__ = [
-    "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "link_timeout", "watch_link",
+    "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "watch_link",
     "address_towards",
 ]  # fmt: skip
 
@@ -73,27 +70,6 @@ def address_towards(host: str) -> str:
     with socket.socket(family, socket.SOCK_DGRAM) as probe:
         probe.connect(address)  # (no packet: it only picks the route)
         return probe.getsockname()[0]
-
-
-def link_timeout() -> float:
-    """Return RMA_LINK_TIMEOUT: seconds after which a store connection whose other end stopped
-    answering counts as closed (default 8; 0 = never).
-
-    A rank that dies closes its connection at once (its kernel does), but a host that loses
-    its link, or stops, says nothing: the kernel's keepalive probes find that out, and the
-    store then announces that host's ranks dead to the others, while those ranks lose the store
-    (both end their blocked calls with PeerError).
-    """
-    text = os.environ.get("RMA_LINK_TIMEOUT", "").strip()
-    if not text:
-        return 8.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is not a number of seconds") from None
-    if value < 0:
-        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is negative")
-    return value
 
 
 # Linux refuses keepalive probes more than 32767 s apart or after more idle time, and more than

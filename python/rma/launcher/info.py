@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 __all__ = ["print_info"]
 
 
@@ -11,21 +9,23 @@ def print_info() -> int:
     """Print the rma version, libfabric's version and providers, and what a job would use."""
     # Imported here: only --info needs the compiled core (libfabric takes long to load).
     from .. import __version__
-    from .._job.join import choose_provider, requested_transport
+    from .._job import settings
+    from .._job.join import choose_provider
     from .._native import _core
+
+    requested = settings.provider()
+    transport = settings.transport()
 
     print(f"rma {__version__}")
     print(f"libfabric {_core.libfabric_version()}")
     usable = _core.usable_providers()
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(usable) or 'none'}")
-    requested = os.environ.get("RMA_PROVIDER", "")
     source = f"RMA_PROVIDER={requested}" if requested else "automatic"
     for where, same_host in (("all ranks on this host", True), ("ranks on several hosts", False)):
         provider, node = choose_provider(requested, same_host)
         bound = f", bound to {node}" if node else ""
         state = "" if provider in usable else "  (NOT available here)"
         print(f"a job with {where}: libfabric provider {provider}{bound} ({source}){state}")
-    transport = requested_transport()
     if transport == "libfabric":
         print(f"between the ranks of one host (RMA_TRANSPORT={transport}): libfabric for windows and messages")
     else:
