@@ -141,7 +141,9 @@ def _join() -> _Job:
         from .store_client import StoreClient
 
         assert rank is not None and size is not None  # (settings.store_address)
-        store = StoreClient(store_address, settings.secret(), rank, timeout=timeout if timeout > 0 else None)
+        store = StoreClient(
+            store_address, settings.secret(), rank, timeout=timeout if timeout > 0 else None, report_unreachable=True
+        )
     try:
         if isinstance(store, PmixClient):
             _check_launcher_size(store.size)
