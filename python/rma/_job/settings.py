@@ -180,7 +180,7 @@ def hang_report(env: Mapping[str, str] | None = None) -> float:
 
 def progress_sleep_us(env: Mapping[str, str] | None = None) -> int:
     """RMA_PROGRESS_SLEEP_US: the longest sleep of a rank's progress thread between two polls
-    while messages came lately, in microseconds (0: it never sleeps; default 1000)."""
+    while messages came lately, in microseconds (default 1000)."""
     return _whole_number("RMA_PROGRESS_SLEEP_US", 1000, 0, LONGEST_SLEEP_US, "microseconds", env)
 
 
