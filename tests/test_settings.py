@@ -269,6 +269,14 @@ def test_rmarun_runs_a_job_with_good_values_and_sets_the_place_itself(script):
     assert sorted(done.stdout.splitlines()) == ["rank 0 done", "rank 1 done"]
 
 
+def test_a_notebook_cluster_says_a_bad_setting_before_it_starts_ranks():
+    # (Its ranks' errors would go to the kernel's terminal, not to the notebook.)
+    from rma.notebook.cluster import Cluster
+
+    with pytest.raises(SettingError, match="^rma: RMA_MODEL='weak': use unified or separate$"):
+        Cluster(2, env={"RMA_MODEL": "weak"})
+
+
 # -- a store that cannot be reached ----------------------------------------------------------
 
 
