@@ -32,8 +32,9 @@ __all__ = [
 
 # Seconds settings (RMA_TIMEOUT, RMA_LINK_TIMEOUT, RMA_HANG_REPORT) stop here, about 11.6 days:
 # the kernel takes RMA_LINK_TIMEOUT in milliseconds in an int (TCP_USER_TIMEOUT), a PMIx fence
-# takes RMA_TIMEOUT in whole seconds in an int, and the core turns seconds into nanoseconds
-# since boot in an int64. One limit for all three keeps one rule; 0 says "never" to each.
+# takes RMA_TIMEOUT in whole seconds in an int, the core adds seconds, as int64 nanoseconds,
+# to its steady clock, and Python's socket and event timeouts overflow (OverflowError) long
+# before inf. One limit for all three keeps one rule; 0 says "never" to each.
 LONGEST_SECONDS = 1_000_000
 # RMA_PROGRESS_SLEEP_US stops at a second: a rank busy in Python would answer its peers later
 # still, and the core's backoff doubles its sleeps in an int.
