@@ -195,7 +195,7 @@ def test_a_bad_rma_model_is_refused():
         text=True,
         timeout=60,
     )
-    assert done.returncode != 0 and "RMA_MODEL must be unified or separate, not 'weak'" in done.stderr
+    assert done.returncode != 0 and done.stderr == "rma: RMA_MODEL='weak': use unified or separate\n"
 
 
 def test_the_notebooks_separate_model_section_shows_the_difference():

@@ -21,10 +21,9 @@ attached arrays themselves). For `Window.create`, the array passed in is the pub
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from ._job import settings
 from ._python_epoch import PythonEpoch
 from .ops import LOCK_EXCLUSIVE
 from .window import Window, _keep_local, adopt_docs
@@ -32,15 +31,8 @@ from .window import Window, _keep_local, adopt_docs
 __all__ = ["MODEL", "SeparateWindow"]
 
 
-def _model() -> str:
-    value = os.environ.get("RMA_MODEL", "").strip().lower() or "unified"
-    if value not in ("unified", "separate"):
-        raise ValueError(f"rma: RMA_MODEL must be unified or separate, not {value!r}")
-    return value
-
-
 # Read once, at import: every rank of a job has the same environment.
-MODEL = _model()
+MODEL = settings.memory_model()  # (rma._job.settings judges RMA_MODEL)
 
 
 class SeparateWindow(Window):

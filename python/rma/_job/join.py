@@ -18,18 +18,15 @@ import traceback as tracebacks
 
 from .._native import _core
 from ..comm import Comm
-from ..errors import BootstrapError, RMAError
+from ..errors import BootstrapError, FabricError, RMAError
+from . import settings
 from .pmix_client import PmixClient, started_by_pmix
+from .settings import JobSettings
 from .shm_files import remove_stale_shm_files
 from .spawn import traceback_label
 
-__all__ = ["init", "finalize", "is_initialized", "provider", "requested_transport", "transport_setting"]
+__all__ = ["init", "finalize", "is_initialized", "provider", "transport_setting", "choose_provider"]
 
-# Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
-_PROVIDER_ALIASES = {"shm": "shm", "tcp": "tcp;ofi_rxm", "tcp;ofi_rxm": "tcp;ofi_rxm"}
-# Ranks started by other launchers: where they put the rank and the size.
-_RANK_VARIABLES = ("RMA_RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
-_SIZE_VARIABLES = ("RMA_SIZE", "SLURM_NTASKS", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 _lock = threading.Lock()
 _job: _Job | None = None
@@ -46,74 +43,13 @@ class _Job:
         self.world = world
 
 
-def _environment_int(names: tuple[str, ...], default: int | None) -> int | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value is not None and value != "":
-            try:
-                return int(value)
-            except ValueError:
-                raise BootstrapError(f"rma.init: {name}={value!r} is not an integer") from None
-    return default
-
-
-def _float_setting(name: str, default: float) -> float:
-    value = os.environ.get(name, "")
-    if value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise BootstrapError(f"rma.init: {name}={value!r} is not a number") from None
-
-
-def _switch_setting(name: str) -> bool:
-    """Return a setting that is 1 (the default) or 0; BootstrapError for anything else."""
-    value = os.environ.get(name, "").strip() or "1"
-    if value not in ("0", "1"):
-        raise BootstrapError(f"rma.init: {name}={value!r}: use 1 or 0")
-    return value == "1"
-
-
-def malloc_tuning() -> bool:
-    """Whether rma.init raises glibc's malloc thresholds (RMA_MALLOC_TUNING, default 1): not when
-    the user set them through GLIBC_TUNABLES."""
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return (
-        _switch_setting("RMA_MALLOC_TUNING")
-        and "malloc.mmap_threshold" not in tunables
-        and "malloc.trim_threshold" not in tunables
-    )
-
-
-def requested_transport() -> str:
-    """Return RMA_TRANSPORT (auto, shared-memory or libfabric), the one place it is read.
-
-    init() then checks that every rank gives the same, and the runtime keeps it
-    (transport_setting()); rmarun --info shows it.
-    """
-    transport = os.environ.get("RMA_TRANSPORT", "").strip() or "auto"
-    if transport not in ("auto", "shared-memory", "libfabric"):
-        raise BootstrapError(f"rma.init: RMA_TRANSPORT={transport!r}: use auto, shared-memory or libfabric")
-    return transport
-
-
-def timeout_setting() -> float:
-    """Return RMA_TIMEOUT: the deadline of every blocking call in seconds (0 = none)."""
-    return _float_setting("RMA_TIMEOUT", 300.0)
-
-
 def choose_provider(requested: str, same_host: bool) -> tuple[str, str]:
     """Return the libfabric provider and bind address for a job.
 
-    `requested` is RMA_PROVIDER ("" or "auto" to choose): shm when every rank shares the host,
-    tcp;ofi_rxm otherwise. tcp binds to loopback when the job is on one host.
+    `requested` is RMA_PROVIDER as settings.provider() gives it ("" to choose): shm when every
+    rank shares the host, tcp;ofi_rxm otherwise. tcp binds to loopback when the job is on one host.
     """
-    requested = requested.strip()
-    if requested in ("", "auto"):
-        provider = "shm" if same_host else "tcp;ofi_rxm"
-    else:
-        provider = _PROVIDER_ALIASES.get(requested, requested)
+    provider = requested or ("shm" if same_host else "tcp;ofi_rxm")
     node = "127.0.0.1" if provider.split(";")[0] in ("tcp", "sockets") and same_host else ""
     return provider, node
 
@@ -152,53 +88,44 @@ def init() -> Comm:
         return _job.world
 
 
-def fabric_sleep_setting() -> bool:
-    """Return RMA_FABRIC_SLEEP (1, the default, or 0): whether an idle rank of a job that spans
-    hosts sleeps on the fabric's wait fd (under 0.1% of a core; a message round trip over tcp
-    costs about 10 us more) rather than polling the fabric every RMA_PROGRESS_SLEEP_US (about
-    1.3% of a core)."""
-    return _switch_setting("RMA_FABRIC_SLEEP")
-
-
 def _open_runtime(
-    rank: int,
-    size: int,
-    provider: str,
-    node: str,
-    timeout: float,
-    sleep_us: int,
-    transport: str,
-    spans_hosts: bool = False,
-):
+    rank: int, size: int, provider: str, node: str, job: JobSettings, spans_hosts: bool = False
+) -> _core.Runtime:
     """Open this rank's endpoint, after clearing what dead processes left in /dev/shm (the shm
     provider's regions, rma's bells): a file named after our own pid would make ours fail."""
     remove_stale_shm_files()
-    if malloc_tuning():
+    if job.malloc_tuning:
         _core.tune_malloc()
-    hang_report = _float_setting("RMA_HANG_REPORT", 10.0)
-    fabric_sleep = fabric_sleep_setting() and spans_hosts  # (checked on one host too)
-    return _core.Runtime(
-        rank, size, provider, node, timeout, sleep_us, transport, hang_report, fabric_sleep, trust_network_setting()
-    )
-
-
-def trust_network_setting() -> bool:
-    """Return RMA_TRUST_NETWORK (default 0): 1 lets a job span hosts through a libfabric provider
-    that cannot tell where a message came from (no FI_SOURCE), trusting every machine on the network."""
-    value = os.environ.get("RMA_TRUST_NETWORK", "").strip() or "0"
-    if value not in ("0", "1"):
-        raise BootstrapError(f"rma.init: RMA_TRUST_NETWORK={value!r}: use 0 or 1")
-    return value == "1"
+    fabric_sleep = job.fabric_sleep and spans_hosts
+    try:
+        return _core.Runtime(
+            rank,
+            size,
+            provider,
+            node,
+            job.timeout,
+            job.progress_sleep_us,
+            job.transport,
+            job.hang_report,
+            fabric_sleep,
+            job.trust_network,
+        )
+    except FabricError:
+        # A provider asked for by a name that this host's libfabric does not serve is a bad
+        # setting: one line that names it and the usable ones says more than fi_getinfo's error.
+        unusable = settings.unusable_provider(_core.usable_providers())
+        if unusable is not None:
+            raise unusable from None
+        raise
 
 
 def _join() -> _Job:
-    rank = _environment_int(_RANK_VARIABLES, None)
-    size = _environment_int(_SIZE_VARIABLES, None)
-    store_address = os.environ.get("RMA_STORE", "")
-    timeout = timeout_setting()
-    sleep_us = int(_float_setting("RMA_PROGRESS_SLEEP_US", 1000))
-    requested = os.environ.get("RMA_PROVIDER", "")
-    transport = requested_transport()
+    # Every setting first, so that a bad one ends the rank before anything started (and rmarun,
+    # which judged them already, never starts ranks that would meet one).
+    job = settings.job_settings()
+    rank, size = settings.rank_and_size()
+    store_address = settings.store_address()
+    timeout, requested, transport = job.timeout, job.provider, job.transport
 
     if not store_address and started_by_pmix():
         # An MPI launcher (mpirun, srun --mpi=pmix) started the ranks: its PMIx server is the store.
@@ -208,18 +135,16 @@ def _join() -> _Job:
         if size not in (None, 1):
             raise BootstrapError(f"rma.init: a job of {size} ranks {_without_store_hint()}")
         provider, node = choose_provider(requested, same_host=True)
-        runtime = _open_runtime(0, 1, provider, node, timeout, sleep_us, transport)
+        runtime = _open_runtime(0, 1, provider, node, job)
         runtime.connect([runtime.address()], [socket.gethostname()])
         return _Job(runtime, None, _world_comm(runtime))
     else:
-        if rank is None or size is None:
-            raise BootstrapError("rma.init: RMA_STORE is set but RMA_RANK or RMA_SIZE is not")
-        if not 0 <= rank < size:
-            raise BootstrapError(f"rma.init: rank {rank} is outside a job of size {size}")
         from .store_client import StoreClient
 
-        secret = os.environ.get("RMA_SECRET", "")
-        store = StoreClient(store_address, secret, rank, timeout=timeout if timeout > 0 else None)
+        assert rank is not None and size is not None  # (settings.store_address)
+        store = StoreClient(
+            store_address, settings.secret(), rank, timeout=timeout if timeout > 0 else None, report_unreachable=True
+        )
     try:
         if isinstance(store, PmixClient):
             _check_launcher_size(store.size)
@@ -241,7 +166,7 @@ def _join() -> _Job:
         if isinstance(store, PmixClient):
             store.watch_departures([host.decode() for host in hosts])
         provider, node = choose_provider(requested, same_host=same_host)
-        runtime = _open_runtime(rank, size, provider, node, timeout, sleep_us, transport, spans_hosts=not same_host)
+        runtime = _open_runtime(rank, size, provider, node, job, spans_hosts=not same_host)
         # Round 2: endpoint addresses, tagged with the provider so a mismatch is caught here.
         store.put(f"address/{rank}", provider.encode() + b"\0" + runtime.address())
         entries = store.get_many([f"address/{r}" for r in range(size)])
@@ -315,7 +240,7 @@ def _peer_died(runtime: _core.Runtime, rank: int, unreachable: bool) -> None:
     """Take the store's news of a death (rank -1: the store itself is gone; unreachable: silent
     for RMA_LINK_TIMEOUT rather than ended)."""
     runtime.mark_peer_dead(rank, unreachable)
-    if rank == -1 and os.environ.get("RMA_LAUNCHER") == "rmarun":
+    if rank == -1 and settings.under_rmarun():
         # rmarun was killed: nobody is left to stop this rank, so it stops itself.
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -355,7 +280,7 @@ def _install_exit_hooks() -> None:
     def note_failure(kind, value, traceback):
         global _failed
         _failed = True
-        if os.environ.get("RMA_LAUNCHER") == "rmarun" and _job is not None:
+        if settings.under_rmarun() and _job is not None:
             # Among the other ranks' output (rmarun relays line by line), the traceback comes
             # under its rank's label, each line marked with the rank.
             rank = _job.world.rank

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import math
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
 
 from ..errors import BootstrapError, PeerError, RMATimeoutError
 from .frames import JSON, Channel
-from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, link_timeout, parse_address, watch_link
+from .settings import link_timeout
+from .store_protocol import MAX_VALUE_SIZE, decode_value, encode_value, parse_address, watch_link
 
 __all__ = ["StoreClient"]
 
@@ -19,6 +22,10 @@ _BYE_TIMEOUT = 5.0
 # How long a client with no timeout (timeout=None) tries to join: the other
 # calls may wait forever, but a wrong RMA_STORE must still be reported.
 _JOIN_TIMEOUT = 60.0
+# After how many seconds of a store that cannot be reached a rank says so (report_unreachable)
+# and goes on trying: a store started a moment after its ranks is normal, but one that never
+# comes (a wrong RMA_STORE) would leave the rank silent for all of RMA_TIMEOUT.
+UNREACHABLE_REPORT_AFTER = 3.0
 
 
 def _describe_keys(keys: list[str], limit: int = 4) -> str:
@@ -42,15 +49,20 @@ class StoreClient:
 
     Connects at once (retrying while the store is not yet listening, up to
     `timeout` seconds) and raises BootstrapError when the store is
-    unreachable or refuses this rank.  `timeout` is also the deadline of
-    put() and the default one of get() and get_many(); None means no
-    deadline for those (joining still gives up after 60 s).  Requests may
+    unreachable or refuses this rank.  report_unreachable (a rank's own
+    client, whose `timeout` is RMA_TIMEOUT) says on stderr once, after
+    UNREACHABLE_REPORT_AFTER seconds, that it cannot reach the store yet.
+    `timeout` is also the deadline of put() and the default one of get()
+    and get_many(); None means no deadline for those (joining still gives
+    up after 60 s).  Requests may
     come from several threads; one reader thread receives every frame and
     hands replies to the waiting request and dead notices to the
     on_peer_dead callbacks.
     """
 
-    def __init__(self, address: str, secret: str, rank: int, *, timeout: float | None = 60.0):
+    def __init__(
+        self, address: str, secret: str, rank: int, *, timeout: float | None = 60.0, report_unreachable: bool = False
+    ):
         self.address = address
         self.rank = rank
         self.timeout = timeout
@@ -71,7 +83,7 @@ class StoreClient:
         except ValueError as exc:
             raise BootstrapError(f"rma: {exc} (RMA_STORE)") from None
         join_timeout = _JOIN_TIMEOUT if timeout is None else timeout
-        self._sock = self._connect(host, port, join_timeout)
+        self._sock = self._connect(host, port, join_timeout, report_unreachable)
         self._channel = Channel(self._sock, JSON)
         try:
             self._hello(secret, rank, join_timeout)
@@ -83,16 +95,23 @@ class StoreClient:
 
     # -- connection set-up -------------------------------------------------
 
-    def _connect(self, host: str, port: int, timeout: float) -> socket.socket:
-        """Connect to the store, retrying on refusal until the deadline passes."""
-        deadline = time.monotonic() + timeout
+    def _connect(self, host: str, port: int, timeout: float, report: bool) -> socket.socket:
+        """Connect to the store, retrying on refusal until the deadline passes; with `report`,
+        say once on stderr that it cannot be reached yet after UNREACHABLE_REPORT_AFTER s."""
+        silent_after = link_timeout()
+        start = time.monotonic()
+        deadline = start + timeout
+        report_at = start + UNREACHABLE_REPORT_AFTER if report else math.inf
         delay = 0.01
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             try:
-                sock = socket.create_connection((host, port), timeout=max(remaining, 0.1))
+                # (An attempt that hangs, towards a host that drops packets, ends in time for the report.)
+                attempt = min(remaining, report_at - now) if report_at > now else remaining
+                sock = socket.create_connection((host, port), timeout=max(attempt, 0.1))
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                watch_link(sock, link_timeout())  # a store whose host went silent counts as lost
+                watch_link(sock, silent_after)  # a store whose host went silent counts as lost
                 return sock
             except OSError as exc:
                 reason = exc.strerror or str(exc)
@@ -101,8 +120,17 @@ class StoreClient:
                 if remaining <= 0 or isinstance(exc, socket.gaierror):
                     raise BootstrapError(
                         f"rma: cannot reach the rendezvous store at {self.address} "
-                        f"(RMA_STORE) as rank {self.rank}: {reason}"
+                        f"(RMA_STORE) as rank {self.rank} within {timeout:g} s: {reason}"
                     ) from None
+                if time.monotonic() >= report_at:
+                    report_at = math.inf
+                    until = f"RMA_TIMEOUT ({timeout:g} s)" if self.timeout is not None else f"{timeout:g} s have passed"
+                    print(
+                        f"rma: rank {self.rank}: cannot reach the job's store at {self.address} ({reason}); "
+                        f"retrying until {until}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 time.sleep(min(delay, max(remaining, 0)))
                 delay = min(delay * 2, 0.5)
 

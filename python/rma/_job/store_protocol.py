@@ -24,13 +24,10 @@ values travel base64-encoded.
 from __future__ import annotations
 
 import base64
-import os
 import socket
 
-from ..errors import BootstrapError
-
 __all__ = [
-    "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "link_timeout", "watch_link",
+    "MAX_VALUE_SIZE", "parse_address", "format_address", "encode_value", "decode_value", "watch_link",
     "address_towards",
 ]  # fmt: skip
 
@@ -75,37 +72,25 @@ def address_towards(host: str) -> str:
         return probe.getsockname()[0]
 
 
-def link_timeout() -> float:
-    """Return RMA_LINK_TIMEOUT: seconds after which a store connection whose other end stopped
-    answering counts as closed (default 8; 0 = never).
-
-    A rank that dies closes its connection at once (its kernel does), but a host that loses
-    its link, or stops, says nothing: the kernel's keepalive probes find that out, and the
-    store then announces that host's ranks dead to the others, while those ranks lose the store
-    (both end their blocked calls with PeerError).
-    """
-    text = os.environ.get("RMA_LINK_TIMEOUT", "").strip()
-    if not text:
-        return 8.0
-    try:
-        value = float(text)
-    except ValueError:
-        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is not a number of seconds") from None
-    if value < 0:
-        raise BootstrapError(f"rma: RMA_LINK_TIMEOUT={text!r} is negative")
-    return value
+# Linux refuses keepalive probes more than 32767 s apart or after more idle time, and more than
+# 127 of them (EINVAL).
+_LONGEST_KEEPALIVE_SECONDS = 32767
+_MOST_KEEPALIVE_PROBES = 127
 
 
 def watch_link(sock: socket.socket, seconds: float) -> None:
     """Make the kernel give up on sock about `seconds` after its other end stopped answering:
-    keepalive probes 1 s apart after a third of it idle, and unacknowledged data no longer
-    than all of it (TCP_USER_TIMEOUT). 0: never."""
+    keepalive probes 1 s apart (further apart when more than the kernel's 127 probes would be
+    needed) after a third of it idle, and unacknowledged data no longer than all of it
+    (TCP_USER_TIMEOUT). 0: never."""
     if seconds <= 0 or not hasattr(socket, "TCP_KEEPIDLE"):
         return
-    idle = max(1, int(seconds / 3))
+    idle = min(max(1, int(seconds / 3)), _LONGEST_KEEPALIVE_SECONDS)
+    probing = max(1, int(seconds) - idle)
+    interval = -(-probing // _MOST_KEEPALIVE_PROBES)  # (rounded up)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, int(seconds) - idle))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, probing // interval))
     if hasattr(socket, "TCP_USER_TIMEOUT"):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(seconds * 1000))

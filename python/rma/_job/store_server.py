@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 from ..errors import BootstrapError
 from .frames import JSON, MAX_FRAME, Channel
+from .settings import link_timeout
 from .store_gate import Gate
-from .store_protocol import decode_value, encode_value, format_address, link_timeout
+from .store_protocol import decode_value, encode_value, format_address
 
 __all__ = ["StoreServer"]
 

@@ -21,9 +21,9 @@ a `ConflictWarning` instead, and the job goes on).
 
 from __future__ import annotations
 
-import os
 import warnings
 
+from .._job import settings
 from ..errors import ConflictError
 
 __all__ = ["MODE", "ConflictWarning", "report"]
@@ -33,19 +33,8 @@ class ConflictWarning(RuntimeWarning):
     """What RMA_CHECK=warn issues where RMA_CHECK=1 raises rma.ConflictError."""
 
 
-def _mode() -> str | None:
-    value = os.environ.get("RMA_CHECK", "").strip().lower()
-    if value in ("", "0", "off", "no", "false"):
-        return None
-    if value in ("1", "on", "yes", "true", "raise"):
-        return "raise"
-    if value == "warn":
-        return "warn"
-    raise ValueError(f"rma: RMA_CHECK must be 1, warn or 0, not {value!r}")
-
-
 # Read once, at import: every rank of a job has the same environment.
-MODE = _mode()
+MODE = settings.check_mode()  # (rma._job.settings judges RMA_CHECK)
 
 
 def report(message: str) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 
+from .._job import settings
 from ..errors import BootstrapError
 from .hosts import HostError, is_local, parse_host_list, parse_hostfile, place, store_address_for
 from .info import print_info
@@ -167,12 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("-m and -c must come after rmarun's own options")
         return 2
 
-    if args.info:
-        return print_info()
     try:
+        if args.info:
+            settings.job_settings()  # (what a job here would meet)
+            return print_info()
         placement = _placement(args)
+        if not args.serve_store:
+            _judge_settings(args, placement)
     except HostError as exc:
         say(str(exc))
+        return 2
+    except settings.SettingError as exc:
+        say(exc.complaint)
         return 2
     if args.n is None:
         parser.print_usage(sys.stderr)
@@ -181,8 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.n < 1:
         say(f"the number of ranks must be at least 1, not {args.n}")
         return 2
-    if args.timeout is not None and args.timeout <= 0:
-        say(f"--timeout must be positive, not {args.timeout:g}")
+    if args.timeout is not None and not 0 < args.timeout < math.inf:  # (nan is neither)
+        say(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
         return 2
 
     try:
@@ -212,6 +220,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say("interrupted while asking the hosts; no rank was started")
                 return 130
         return Job(args, command, placement).run()
+    except settings.SettingError as exc:
+        say(exc.complaint)
+        return 2
     except BootstrapError as exc:
         say(str(exc))
         return 1
+
+
+def _judge_settings(args: argparse.Namespace, placement: list[str] | None) -> None:
+    """Judge the settings the ranks will have (SettingError): rmarun's environment, which they
+    inherit, with --provider as their RMA_PROVIDER. Judged here once, a bad one is one line of
+    rmarun's rather than the failure of every rank. (--serve-store starts no ranks: its store
+    judges RMA_LINK_TIMEOUT.)"""
+    env = dict(os.environ)
+    name = "RMA_PROVIDER"
+    if args.provider:
+        name = "--provider"
+        settings.requested_provider(args.provider, name)
+        env["RMA_PROVIDER"] = args.provider
+    job = settings.job_settings(env)
+    # Asking this host's libfabric whether it serves a provider costs loading it (half a second):
+    # only for a name other than shm and tcp, which nearly every libfabric has (a rank reports
+    # one that is missing). The ranks of other hosts ask their own libfabric.
+    if job.provider not in ("", "shm", "tcp;ofi_rxm") and all(map(is_local, set(placement or []))):
+        from .._native import _core
+
+        unusable = settings.unusable_provider(_core.usable_providers(), env["RMA_PROVIDER"], name)
+        if unusable is not None:
+            raise unusable

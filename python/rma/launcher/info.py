@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 __all__ = ["print_info"]
 
 
@@ -11,8 +9,12 @@ def print_info() -> int:
     """Print the rma version, libfabric's version and providers, and what a job would use."""
     # Imported here: only --info needs the compiled core (libfabric takes long to load).
     from .. import __version__
-    from .._job.join import choose_provider, requested_transport
+    from .._job import settings
+    from .._job.join import choose_provider
     from .._native import _core
+
+    requested = settings.provider()
+    transport = settings.transport()
 
     print(f"rma {__version__}")
     print(f"libfabric {_core.libfabric_version()}")
@@ -23,7 +25,6 @@ def print_info() -> int:
         "providers that tell where a message came from (FI_SOURCE; across hosts rma takes messages only "
         f"through these, unless RMA_TRUST_NETWORK=1): {', '.join(knowing) or 'none'}"
     )
-    requested = os.environ.get("RMA_PROVIDER", "")
     source = f"RMA_PROVIDER={requested}" if requested else "automatic"
     for where, same_host in (("all ranks on this host", True), ("ranks on several hosts", False)):
         provider, node = choose_provider(requested, same_host)
@@ -32,7 +33,6 @@ def print_info() -> int:
         if not same_host and provider in usable and provider not in knowing:
             state += "  (cannot tell a message's source: refused across hosts unless RMA_TRUST_NETWORK=1)"
         print(f"a job with {where}: libfabric provider {provider}{bound} ({source}){state}")
-    transport = requested_transport()
     if transport == "libfabric":
         print(f"between the ranks of one host (RMA_TRANSPORT={transport}): libfabric for windows and messages")
     else:

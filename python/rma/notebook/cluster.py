@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from .._job import settings
 from .._job.frames import Channel
 from .._job.shm_files import cleanup_shm_files
 from .._job.spawn import describe_exit, kill_groups
@@ -78,6 +79,12 @@ class Cluster:
     ) -> None:
         if n < 1:
             raise ValueError(f"rma.notebook: a cluster needs at least one rank, not {n}")
+        # The ranks' errors go to the kernel's terminal, not to the notebook: a bad setting is
+        # told here, before any rank starts (rma._job.settings).
+        ranks_env = {**os.environ, **(env or {})}
+        if provider:
+            ranks_env["RMA_PROVIDER"] = provider
+        settings.job_settings(ranks_env)
         self.size = n
         self._store = StoreServer(size=n)
         self._store.start()
