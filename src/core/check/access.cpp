@@ -164,10 +164,8 @@ void append_text(std::vector<std::byte>& out, const std::string& text) {
 
 std::string take_text(std::span<const std::byte> data, size_t& position) {
   auto size = wire::take<uint32_t>(data, position);
-  if (position + size > data.size()) throw RmaError("rma: truncated message");
-  std::string text(reinterpret_cast<const char*>(data.data() + position), size);
-  position += size;
-  return text;
+  auto bytes = wire::take_bytes(data, position, size);
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 }  // namespace
@@ -227,7 +225,9 @@ std::vector<Access> decode(std::span<const std::byte> data) {
     access.origin_rank = wire::take<int32_t>(data, position);
     access.target_rank = wire::take<int32_t>(data, position);
     access.call = take_text(data, position);
-    access.kind = static_cast<AccessKind>(wire::take<uint8_t>(data, position));
+    auto kind = wire::take<uint8_t>(data, position);
+    if (kind > static_cast<uint8_t>(AccessKind::AtomicRead)) throw MalformedMessage("an access of no known kind");
+    access.kind = static_cast<AccessKind>(kind);
     access.op = take_text(data, position);
     access.dtype = take_text(data, position);
     auto spans = wire::take<uint32_t>(data, position);
@@ -241,7 +241,7 @@ std::vector<Access> decode(std::span<const std::byte> data) {
       for (uint32_t e = 0; e < size; ++e) entries.push_back(wire::take<int64_t>(data, position));
       clock = std::make_shared<const std::vector<int64_t>>(std::move(entries));
     }
-    if (!clock) throw RmaError("rma: RMA_CHECK: an access without a clock in a message");
+    if (!clock) throw MalformedMessage("an access without a clock in a message of RMA_CHECK");
     access.clock = clock;
     access.tick = wire::take<int64_t>(data, position);
     access.done_tick = wire::take<int64_t>(data, position);
