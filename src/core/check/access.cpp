@@ -225,9 +225,11 @@ std::vector<Access> decode(std::span<const std::byte> data) {
     access.origin_rank = wire::take<int32_t>(data, position);
     access.target_rank = wire::take<int32_t>(data, position);
     access.call = take_text(data, position);
-    auto kind = wire::take<uint8_t>(data, position);
-    if (kind > static_cast<uint8_t>(AccessKind::AtomicRead)) throw MalformedMessage("an access of no known kind");
-    access.kind = static_cast<AccessKind>(kind);
+    auto access_kind = wire::take<uint8_t>(data, position);
+    if (access_kind > static_cast<uint8_t>(AccessKind::AtomicRead)) {
+      throw MalformedMessage("an access of no known kind");
+    }
+    access.kind = static_cast<AccessKind>(access_kind);
     access.op = take_text(data, position);
     access.dtype = take_text(data, position);
     auto spans = wire::take<uint32_t>(data, position);
