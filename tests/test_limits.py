@@ -163,7 +163,7 @@ comm.barrier()
 def test_the_open_files_limit_is_named(tmp_path, size):
     job = program(tmp_path, OPEN_FILES)
     argv = [sys.executable, job] if size == 1 else [*RMARUN, "-n", str(size), job]
-    run = run_in_own_group(argv, timeout=WAIT, env=environment())
+    run = run_in_own_group(argv, timeout=WAIT, env=environment(), cwd=tmp_path)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     last = size - 1
@@ -222,7 +222,8 @@ except rma.RMAError as exc:
 
 @SANITIZED
 def test_the_map_count_limit_is_named(tmp_path):
-    run = run_in_own_group([sys.executable, program(tmp_path, MAP_COUNT)], timeout=WAIT, env=environment())
+    job = program(tmp_path, MAP_COUNT)
+    run = run_in_own_group([sys.executable, job], timeout=WAIT, env=environment(), cwd=tmp_path)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     line = next(line for line in run.stdout.splitlines() if line.startswith("rank 0: "))
