@@ -84,7 +84,7 @@ int bench(int rank, const fork_job::Exchange& exchange) {
   auto world = runtime->world();
   // A shared-memory window, as Window.allocate makes on one host. Calls try the direct path
   // first, then the general one, as rma._core.Window does.
-  auto window = rma::Window::create_shared(*world, rma::SharedSegment::create(1 << 16), "bench");
+  auto window = rma::Window::create_shared(*world, 1 << 16, true, "bench");
   if (rank == 0) {
     window->lock_all(0);
     std::vector<std::byte> data(4096);

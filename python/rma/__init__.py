@@ -14,6 +14,7 @@ from .errors import (
     ConflictError,
     EpochError,
     FabricError,
+    OutOfMemoryError,
     PeerError,
     RMAError,
     RMATimeoutError,
@@ -112,6 +113,7 @@ __all__ = [
     "FabricError",
     "BootstrapError",
     "RMATimeoutError",
+    "OutOfMemoryError",
     "ConflictError",
 ]
 

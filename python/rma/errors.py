@@ -11,6 +11,7 @@ __all__ = [
     "FabricError",
     "BootstrapError",
     "RMATimeoutError",
+    "OutOfMemoryError",
     "ConflictError",
 ]
 
@@ -41,6 +42,15 @@ class BootstrapError(RMAError):
 
 class RMATimeoutError(RMAError, TimeoutError):
     """A blocking call passed its deadline (RMA_TIMEOUT)."""
+
+
+class OutOfMemoryError(RMAError, MemoryError):
+    """Window memory that cannot be had, raised by the window's creation on every rank.
+
+    The message names the limit met and how to raise it: /dev/shm's size and free space (a
+    container's is 64 MiB unless ``docker run --shm-size``), a memory cgroup's limit, or the
+    mappings a process may hold (``vm.max_map_count``).
+    """
 
 
 class ConflictError(RMAError):

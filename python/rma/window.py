@@ -86,12 +86,13 @@ class Window(_core.Window):
         nbytes = math.prod(shape) * dtype.itemsize
         # The memory goes in a shared segment that the ranks of this host map (RMA_TRANSPORT=libfabric
         # keeps it private, reached through libfabric); ranks on other hosts reach it through libfabric.
-        shared = _near(comm)
-        # (Shared memory comes from the pool of freed windows' segments: no system call for a
-        # window made after another of its size.)
-        memory = _core.SharedSegment.take(comm._core, nbytes) if shared else _core.WindowMemory(nbytes)
+        if _near(comm):
+            # (The core makes it while creating the window, from the pool of freed windows'
+            # segments: no system call for a window made after another of its size.)
+            return cls._build(comm, "allocate", shape, dtype, disp_unit, info, pooled=True)
+        memory = _core.WindowMemory(nbytes)
         local = np.frombuffer(memory, dtype=np.uint8).view(dtype).reshape(shape)
-        return cls._build(comm, local, memory.address, memory, "allocate", disp_unit, info, shared)
+        return cls._build(comm, "allocate", shape, dtype, disp_unit, info, local, memory.address, memory)
 
     @classmethod
     def allocate_shared(
@@ -106,9 +107,7 @@ class Window(_core.Window):
             raise ValueError("rma: Window.allocate_shared: every rank of comm must run on one host")
         dtype = _fixed_dtype(dtype, "allocate_shared")
         shape = _shape(shape)
-        segment = _core.SharedSegment.create(math.prod(shape) * dtype.itemsize)
-        local = np.frombuffer(segment, dtype=np.uint8).view(dtype).reshape(shape)
-        return cls._build(comm, local, segment.address, segment, "shared", None, info, True)
+        return cls._build(comm, "shared", shape, dtype, None, info, pooled=False)
 
     def shared(self, rank: int) -> np.ndarray:
         """Return a direct load/store view of `rank`'s memory (allocate_shared windows)."""
@@ -140,7 +139,7 @@ class Window(_core.Window):
         # Peers on this host copy straight into and out of the array (process_vm_writev/readv), and
         # when every rank is on this host they synchronize in shared memory.
         near = isinstance(comm, Comm) and _near(comm)
-        return cls._build(comm, array, address, array, "create", disp_unit, info, near=near)
+        return cls._build(comm, "create", array.shape, array.dtype, disp_unit, info, array, address, array, near=near)
 
     @classmethod
     def create_dynamic(cls, comm: Comm, *, info: dict | None = None) -> Window:
@@ -149,24 +148,33 @@ class Window(_core.Window):
         Collective over `comm`. Displacements are bytes (disp_unit 1), given by attach();
         `target=` does not apply.
         """
-        return cls._build(comm, np.zeros(0, np.uint8), 0, None, "dynamic", 1, info)
+        return cls._build(comm, "dynamic", (0,), np.dtype(np.uint8), 1, info, np.zeros(0, np.uint8), 0)
 
     @classmethod
-    def _build(cls, comm, local, address, owner, flavor, disp_unit, info, shared=False, near=False) -> Window:
+    def _build(
+        cls, comm, flavor, shape, dtype, disp_unit, info, local=None, address=0, owner=None, near=False, pooled=False
+    ) -> Window:
+        """Make the window of `flavor` over `local` (at `address`, kept alive by `owner`); without
+        `local`, over shared memory that the core makes while creating the window (from the pool
+        of freed windows' segments when `pooled`), so that a rank that cannot have it makes every
+        rank raise rather than leaving them waiting."""
         call = _CREATION_CALLS[flavor]
         _require_comm(comm, call)
-        unit = local.dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
+        unit = dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
         if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
             cls = _kind(flavor, checked=not hints["no_check"])
         # Every rank learns every rank's shape, dtype and displacement unit: a note that the
         # core's creation gathers with its own exchange.
-        note = _note(local.shape, local.dtype, unit)
-        label = _label(flavor, local.dtype, local.shape)
+        note = _note(shape, dtype, unit)
+        label = _label(flavor, dtype, shape)
         if flavor == "dynamic":
             core = _core.WindowCore.create_dynamic(comm._core, "dynamic", call, note)
-        elif shared:
-            core = _core.WindowCore.create_shared(comm._core, owner, label, call, note)
+        elif local is None:
+            nbytes = math.prod(shape) * dtype.itemsize
+            core = _core.WindowCore.create_shared(comm._core, nbytes, pooled, label, call, note)
+            owner = core.segment(comm.rank)
+            local = np.frombuffer(owner, dtype=np.uint8).view(dtype).reshape(shape)
         else:
             core = _core.WindowCore.create(comm._core, address, local.nbytes, label, near, call, note)
         layout = [_layout(note) for note in core.notes]

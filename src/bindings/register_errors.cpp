@@ -32,6 +32,8 @@ bool set_python_error(std::exception_ptr pointer) {
     raise("TargetRangeError", e.what());
   } catch (const rma::TimeoutError& e) {
     raise("RMATimeoutError", e.what());
+  } catch (const rma::OutOfMemoryError& e) {
+    raise("OutOfMemoryError", e.what());
   } catch (const rma::RmaError& e) {
     raise("RMAError", e.what());
   } catch (const rma::UsageError& e) {

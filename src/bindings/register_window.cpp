@@ -58,17 +58,9 @@ void register_window(py::module_& m) {
         return py::buffer_info(memory.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {memory.bytes()}, {1});
       });
 
+  // A shared window's memory, as WindowCore.segment(rank) gives it (the core makes it while
+  // creating the window: WindowCore.create_shared).
   py::class_<rma::SharedSegment, std::shared_ptr<rma::SharedSegment>>(m, "SharedSegment", py::buffer_protocol())
-      .def_static(
-          "create", [](size_t bytes) { return rma::SharedSegment::create(bytes); }, py::arg("bytes"))
-      // Window.allocate's memory: from this runtime's pool of freed windows' segments.
-      .def_static(
-          "take",
-          [](const rma::Communicator& comm, size_t bytes) {
-            comm.runtime().require_active("Window.allocate");
-            return comm.runtime().service<rma::WindowService>().segments().take(bytes);
-          },
-          py::arg("comm"), py::arg("bytes"))
       .def_property_readonly("address",
                              [](rma::SharedSegment& segment) { return reinterpret_cast<uintptr_t>(segment.data()); })
       .def_property_readonly("nbytes", &rma::SharedSegment::bytes)
@@ -92,13 +84,16 @@ void register_window(py::module_& m) {
              const std::string& note) { return Window::create_dynamic(comm, label, call, note); },
           py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic", py::arg("note") = std::string(),
           py::call_guard<py::gil_scoped_release>())
+      // pooled: Window.allocate's memory, from this runtime's pool of freed windows' segments;
+      // else a new segment (Window.allocate_shared).
       .def_static(
           "create_shared",
-          [](const rma::Communicator& comm, std::shared_ptr<rma::SharedSegment> segment, const std::string& label,
+          [](const rma::Communicator& comm, uint64_t bytes, bool pooled, const std::string& label,
              const std::string& call,
-             const std::string& note) { return Window::create_shared(comm, std::move(segment), label, call, note); },
-          py::arg("comm"), py::arg("segment"), py::arg("label"), py::arg("call") = "Window.allocate_shared",
-          py::arg("note") = std::string(), py::call_guard<py::gil_scoped_release>())
+             const std::string& note) { return Window::create_shared(comm, bytes, pooled, label, call, note); },
+          py::arg("comm"), py::arg("bytes"), py::arg("pooled"), py::arg("label"),
+          py::arg("call") = "Window.allocate_shared", py::arg("note") = std::string(),
+          py::call_guard<py::gil_scoped_release>())
       .def("segment", &Window::segment)
       .def_property_readonly(
           "notes",

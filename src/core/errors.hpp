@@ -65,6 +65,13 @@ class Interrupted : public RmaError {
   using RmaError::RmaError;
 };
 
+// Memory that cannot be had: /dev/shm or a memory cgroup too small for a window, or no room
+// left for one more mapping (vm.max_map_count, the address space). Python's MemoryError too.
+class OutOfMemoryError : public RmaError {
+ public:
+  using RmaError::RmaError;
+};
+
 // A bad argument value detected by the core (a rank out of range, a tag out of range...):
 // Python's ValueError.
 class UsageError : public std::invalid_argument {

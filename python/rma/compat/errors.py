@@ -105,6 +105,8 @@ def error_class_of(exc: BaseException) -> int:
         return ERR_RMA_SYNC
     if isinstance(exc, _rma_errors.PeerError):
         return ERR_PROC_FAILED
+    if isinstance(exc, _rma_errors.OutOfMemoryError):
+        return ERR_NO_MEM
     if "rank" in text and ("outside" in text or "out of range" in text or "not a rank" in text):
         return ERR_RANK
     if isinstance(exc, TypeError):

@@ -4,23 +4,65 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "errors.hpp"
+#include "runtime/interrupts.hpp"
+#include "runtime/system_limits.hpp"
 
 namespace rma {
 
 namespace {
+// errno's words for a failed shm_open, and the limit on open files it met, if that was it.
+std::string open_failure(int error) {
+  std::string limit = open_files_text(error, open_files());
+  return std::string(std::strerror(error)) + (limit.empty() ? "" : "; " + limit);
+}
+
 void* map(int fd, size_t bytes, const std::string& name) {
   if (bytes == 0) return nullptr;
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED) {
-    throw RmaError("rma: cannot map shared memory " + name + " (" + std::to_string(bytes) +
-                   " bytes): " + std::strerror(errno));
+    int error = errno;
+    std::string text =
+        "rma: cannot map shared memory " + name + " (" + bytes_text(bytes) + "): " + std::strerror(error);
+    if (error == ENOMEM) throw OutOfMemoryError(text + "; " + map_count_text(map_count()));
+    throw RmaError(text);
   }
   return data;
+}
+
+// Takes the segment's memory now. ftruncate alone makes a sparse file whose pages come at the
+// first store into them: a segment larger than what /dev/shm (or a memory cgroup) has left
+// would then be made without complaint, and its first store past the end of that room would
+// kill the process with SIGBUS. posix_fallocate takes every page now, zero-filled, or fails.
+void reserve(int fd, size_t bytes, const std::string& name) {
+  // In steps: a signal interrupts a large fallocate (EINTR), and the kernel then gives back all
+  // that call took, so a whole one retried might never end under frequent signals (a
+  // profiler's); a step lost costs only itself. A SIGINT ends it, as it ends the core's waits.
+  constexpr size_t kStep = size_t{256} << 20;
+  unsigned long interrupts_before = interrupt_count();
+  for (size_t at = 0; at < bytes;) {
+    size_t step = std::min(kStep, bytes - at);
+    int error = posix_fallocate(fd, static_cast<off_t>(at), static_cast<off_t>(step));  // (errno left alone)
+    if (error == EINTR) {
+      if (interrupt_count() != interrupts_before) {
+        throw Interrupted("rma: reserving " + bytes_text(bytes) + " of shared memory for " + name + " was interrupted");
+      }
+      continue;
+    }
+    if (error != 0) {
+      std::string text =
+          "rma: cannot reserve " + bytes_text(bytes) + " of shared memory for " + name + ": " + std::strerror(error);
+      if (error == ENOSPC) throw OutOfMemoryError(text + "; " + shm_space_text(bytes, shm_space()));
+      if (error == ENOMEM) throw OutOfMemoryError(text + "; " + memory_text(bytes, cgroup_memory_limit()));
+      throw RmaError(text);
+    }
+    at += step;
+  }
 }
 }  // namespace
 
@@ -40,17 +82,12 @@ std::unique_ptr<SharedSegment> SharedSegment::create_owned(size_t bytes, const s
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   }
   if (fd < 0) {
-    throw RmaError("rma: cannot create shared memory " + name + ": " + std::strerror(errno));
-  }
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int error = errno;
-    close(fd);
-    shm_unlink(name.c_str());
-    throw RmaError("rma: cannot size shared memory to " + std::to_string(bytes) +
-                   " bytes (is /dev/shm large enough?): " + std::strerror(error));
+    throw RmaError("rma: cannot create shared memory " + name + ": " + open_failure(error));
   }
   void* data;
   try {
+    reserve(fd, bytes, name);
     data = map(fd, bytes, name);
   } catch (...) {
     close(fd);
@@ -64,7 +101,8 @@ std::unique_ptr<SharedSegment> SharedSegment::create_owned(size_t bytes, const s
 std::shared_ptr<SharedSegment> SharedSegment::open(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) {
-    throw RmaError("rma: cannot open a peer's shared memory " + name + ": " + std::strerror(errno));
+    int error = errno;
+    throw RmaError("rma: cannot open a peer's shared memory " + name + ": " + open_failure(error));
   }
   void* data;
   try {

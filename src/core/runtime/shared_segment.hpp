@@ -18,11 +18,13 @@ namespace rma {
 
 class SharedSegment {
  public:
-  // Creates, sizes (zero-filled) and maps a new segment with a fresh unique name
-  // ("/rma-<pid>-<n>", or "/<pid>-rma-<purpose>-<n>" for a long-lived one).
+  // Creates, reserves (every page taken now, zero-filled) and maps a new segment with a fresh
+  // unique name ("/rma-<pid>-<n>", or "/<pid>-rma-<purpose>-<n>" for a long-lived one).
+  // OutOfMemoryError when /dev/shm or memory has no room for it, or no mapping can be made;
+  // RmaError naming RLIMIT_NOFILE when no file can be opened. Nothing is left behind then.
   static std::shared_ptr<SharedSegment> create(size_t bytes, const std::string& purpose = "");
   static std::unique_ptr<SharedSegment> create_owned(size_t bytes, const std::string& purpose = "");
-  // Maps a segment another rank of this host created.
+  // Maps a segment another rank of this host created (errors as create's).
   static std::shared_ptr<SharedSegment> open(const std::string& name, size_t bytes);
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;

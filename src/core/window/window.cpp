@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 
@@ -25,6 +26,9 @@ struct Published {
   char segment[64]{};  // a shared window's segment name, else empty
   bool lasting{};      // that name outlives the creation: peers keep it mapped (SegmentPool)
   char control[64]{};  // a same-host window's control block name, else empty
+  // Whether this rank could make its part (CreationFailure::Kind); if not, the note's place
+  // carries why, and the rest means nothing.
+  uint8_t failed{};
   int32_t pid{};       // this process, for process_vm_* (a same-host create() window)
   uint64_t address{};  // this rank's memory in it
 };
@@ -42,11 +46,29 @@ std::shared_ptr<Window> Window::create_dynamic(const Communicator& comm, const s
   return establish(comm, nullptr, 0, label, call, true, note);
 }
 
-std::shared_ptr<Window> Window::create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
+std::shared_ptr<Window> Window::create_shared(const Communicator& comm, uint64_t bytes, bool pooled,
                                               const std::string& label, const std::string& call,
                                               const std::string& note) {
-  return establish(comm, local->data(), local->bytes(), label, call, false, note, local);
+  Runtime& runtime = comm.runtime();
+  runtime.require_active(call.c_str());
+  // The memory is made here, not by the caller, so that a rank that cannot have it still takes
+  // part in the creation's exchange, and tells the others there.
+  std::shared_ptr<SharedSegment> segment;
+  CreationFailure failure;
+  try {
+    segment = pooled ? runtime.service<WindowService>().segments().take(bytes) : SharedSegment::create(bytes);
+  } catch (const std::exception&) {
+    failure = CreationFailure(std::current_exception());
+  }
+  return establish(comm, segment ? segment->data() : nullptr, bytes, label, call, false, note, segment, true,
+                   std::move(failure));
 }
+
+namespace {
+std::atomic<uint64_t> open_count{0};  // Window::open_windows()
+}  // namespace
+
+uint64_t Window::open_windows() noexcept { return open_count.load(std::memory_order_relaxed); }
 
 std::shared_ptr<SharedSegment> Window::segment(int rank) const {
   return rank >= 0 && rank < static_cast<int>(segments_.size()) ? segments_[rank] : nullptr;
@@ -59,7 +81,8 @@ const char* Window::reach_name(int rank) const {
 
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,
                                           const std::string& label, const std::string& call, bool dynamic,
-                                          const std::string& note, std::shared_ptr<SharedSegment> segment, bool near) {
+                                          const std::string& note, std::shared_ptr<SharedSegment> segment, bool near,
+                                          CreationFailure failure) {
   Runtime& runtime = comm.runtime();
   runtime.require_active(call.c_str());
   CallName named = [&call] { return call; };  // (the collectives below run inside this call)
@@ -85,23 +108,52 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   bool shared_sync = near && all_local;
   bool controlled = shared_sync || segment != nullptr;
   std::shared_ptr<SharedSegment> control_block;
-  if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
-  if (controlled) {
-    control_block = service.controls().take(comm.size());
-    std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
+  // This rank's part (its memory the caller made): a failure travels in the exchange below.
+  if (!failure) {
+    try {
+      if (segment) std::strncpy(mine.segment, segment->name().c_str(), sizeof mine.segment - 1);
+      if (controlled) {
+        control_block = service.controls().take(comm.size());
+        std::strncpy(mine.control, control_block->name().c_str(), sizeof mine.control - 1);
+      }
+      if (bytes > 0) {
+        registration = runtime.transport().register_region(base, bytes);
+        mine.region = registration->descriptor();
+      }
+    } catch (const std::exception&) {
+      failure = CreationFailure(std::current_exception());
+    }
   }
-  if (bytes > 0) {
-    registration = runtime.transport().register_region(base, bytes);
-    mine.region = registration->descriptor();
-  }
+  mine.failed = failure.kind();
   // A communicator of its own, so the window's fences never meet the user's messages; the
-  // split carries what each rank publishes, and its note (one collective, not three). Ordered
-  // as comm.
-  Bytes published(sizeof mine + note.size());
+  // split carries what each rank publishes, and its note (one collective, not three), or why
+  // it could not make its part. Ordered as comm.
+  const std::string& told = failure ? failure.text() : note;
+  Bytes published(sizeof mine + told.size());
   std::memcpy(published.data(), &mine, sizeof mine);
-  std::memcpy(published.data() + sizeof mine, note.data(), note.size());
+  std::memcpy(published.data() + sizeof mine, told.data(), told.size());
   std::vector<Bytes> entries;
   std::shared_ptr<Communicator> own = const_cast<Communicator&>(comm).split(0, comm.rank(), named, published, entries);
+  // Every rank raises when one could not make its part, before any maps a peer's segment.
+  std::string creating = call + " on rank " + std::to_string(comm.rank()) + " (" + label + ")";
+  auto failed_in = [&entries](size_t r) {
+    Published theirs;
+    std::memcpy(&theirs, entries[r].data(), sizeof theirs);
+    return static_cast<CreationFailure::Kind>(theirs.failed);
+  };
+  size_t failed_peer = 0;
+  while (failed_peer < entries.size() && failed_in(failed_peer) == CreationFailure::kNone) ++failed_peer;
+  if (failure || failed_peer < entries.size()) {
+    // Nobody saw this rank's control block or memory: both may serve the next window.
+    if (control_block) service.controls().give_back(std::move(control_block), comm.size());
+    if (segment) segment->mark_reusable();
+    if (failure) failure.raise(creating, open_windows());
+    const Bytes& entry = entries[failed_peer];
+    CreationFailure::raise_for_peer(
+        failed_in(failed_peer),
+        std::string(reinterpret_cast<const char*>(entry.data()) + sizeof(Published), entry.size() - sizeof(Published)),
+        static_cast<int>(failed_peer), creating);
+  }
   std::vector<std::string> notes;
   uint32_t id = 0;
   std::vector<RegionDescriptor> peers;
@@ -109,32 +161,40 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   std::vector<int> pids;
   std::vector<uint64_t> addresses;
   bool names_last = segment != nullptr;  // every member's segment name outlives this call
-  for (size_t r = 0; r < entries.size(); ++r) {
-    Published theirs;
-    std::memcpy(&theirs, entries[r].data(), sizeof theirs);
-    notes.emplace_back(reinterpret_cast<const char*>(entries[r].data()) + sizeof theirs,
-                       entries[r].size() - sizeof theirs);
-    id = std::max(id, theirs.next_id);
-    peers.push_back(theirs.region);
-    if (segment && theirs.segment[0] == 0) {
-      throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
+  try {
+    for (size_t r = 0; r < entries.size(); ++r) {
+      Published theirs;
+      std::memcpy(&theirs, entries[r].data(), sizeof theirs);
+      notes.emplace_back(reinterpret_cast<const char*>(entries[r].data()) + sizeof theirs,
+                         entries[r].size() - sizeof theirs);
+      id = std::max(id, theirs.next_id);
+      peers.push_back(theirs.region);
+      if (segment && theirs.segment[0] == 0) {
+        throw RmaError("rma: shared window creation: rank " + std::to_string(r) + " did not make a shared segment");
+      }
+      names_last = names_last && theirs.lasting;
+      bool mine_now = static_cast<int>(r) == own->rank();
+      // Another host's names mean nothing here (its own /dev/shm): null for its ranks.
+      if (segment) {
+        segments.push_back(mine_now ? segment
+                           : local[r]
+                               ? service.segments().open_peer(theirs.segment, theirs.region.length, theirs.lasting)
+                               : nullptr);
+      }
+      if (controlled) {
+        bool here = local[r];
+        control_blocks.push_back(mine_now ? control_block
+                                 : here
+                                     ? service.controls().open_peer(theirs.control, SharedControl::bytes(own->size()))
+                                     : nullptr);
+      }
+      pids.push_back(theirs.pid);
+      addresses.push_back(theirs.address);
     }
-    names_last = names_last && theirs.lasting;
-    bool mine_now = static_cast<int>(r) == own->rank();
-    // Another host's names mean nothing here (its own /dev/shm): null for its ranks.
-    if (segment) {
-      segments.push_back(mine_now   ? segment
-                         : local[r] ? service.segments().open_peer(theirs.segment, theirs.region.length, theirs.lasting)
-                                    : nullptr);
-    }
-    if (controlled) {
-      bool here = local[r];
-      control_blocks.push_back(mine_now ? control_block
-                               : here ? service.controls().open_peer(theirs.control, SharedControl::bytes(own->size()))
-                                      : nullptr);
-    }
-    pids.push_back(theirs.pid);
-    addresses.push_back(theirs.address);
+  } catch (const std::exception&) {
+    // A peer's segment or block that cannot be mapped here (a limit met) raises on this rank
+    // only: the others may have their window already. Its error names the limit all the same.
+    CreationFailure(std::current_exception()).raise(creating, open_windows());
   }
   service.id_taken(id);
   std::string name = "window " + std::to_string(id) + (label.empty() ? "" : " (" + label + ")");
@@ -213,11 +273,15 @@ Window::Window(std::shared_ptr<Communicator> comm, WindowService& service, uint3
       all_ranks_(comm_->size()),
       epochs_(comm_->rank(), comm_->size(), std::move(label)) {
   std::iota(all_ranks_.begin(), all_ranks_.end(), 0);
+  ++open_count;
 }
 
 Window::~Window() {
-  // A window dropped without free() (its rank is ending) still stops taking messages.
-  if (!freed() && comm_->runtime().active()) service_.remove(id_);
+  if (!freed()) {
+    --open_count;
+    // A window dropped without free() (its rank is ending) still stops taking messages.
+    if (comm_->runtime().active()) service_.remove(id_);
+  }
 }
 
 Where Window::namer() const {
@@ -243,6 +307,7 @@ void Window::free() {
     // to their next window already: this rank must not use this one any more, freed or not.
     service_.remove(id_);
     epochs_.freed_now();
+    --open_count;
     throw;
   }
   service_.remove(id_);
@@ -252,6 +317,7 @@ void Window::free() {
   if (auto mine = segment(rank())) mine->mark_reusable();
   registration_.reset();
   epochs_.freed_now();
+  --open_count;
 }
 
 void Window::attach(void* base, uint64_t bytes) {

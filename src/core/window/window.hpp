@@ -25,6 +25,7 @@
 #include "runtime/shared_segment.hpp"
 #include "runtime/transport.hpp"
 #include "window/control_pool.hpp"
+#include "window/creation_failure.hpp"
 #include "window/epochs.hpp"
 #include "window/lock_queue.hpp"
 #include "window/reach.hpp"
@@ -67,10 +68,16 @@ class Window : public std::enable_shared_from_this<Window> {
   // of this host then move data with memcpy and plain loops under the target's accumulate
   // lock, calls to other hosts go through the fabric, and the target applies their
   // accumulates under that same lock. Every rank of comm on this host: they synchronize in
-  // shared memory too.
-  static std::shared_ptr<Window> create_shared(const Communicator& comm, std::shared_ptr<SharedSegment> local,
+  // shared memory too. Each rank's segment of `bytes` is made here, inside the collective call
+  // (segment(rank()) is this rank's memory then): from this runtime's SegmentPool when pooled
+  // (Window.allocate), else a new one (Window.allocate_shared). A rank that cannot have its
+  // memory (OutOfMemoryError: /dev/shm or memory too small, no mapping left) makes every rank
+  // raise (CreationFailure).
+  static std::shared_ptr<Window> create_shared(const Communicator& comm, uint64_t bytes, bool pooled,
                                                const std::string& label, const std::string& call = "window creation",
                                                const std::string& note = {});
+  // How many windows of this process are open (made, not yet freed), named when a limit is met.
+  static uint64_t open_windows() noexcept;
   // Every member's note given at creation, by rank.
   const std::vector<std::string>& notes() const noexcept { return notes_; }
   // A shared window's segment of `rank` (its memory as this process maps it); null otherwise
@@ -209,7 +216,7 @@ class Window : public std::enable_shared_from_this<Window> {
   static std::shared_ptr<Window> establish(const Communicator& comm, void* base, uint64_t bytes,
                                            const std::string& label, const std::string& call, bool dynamic,
                                            const std::string& note, std::shared_ptr<SharedSegment> segment = nullptr,
-                                           bool near = false);
+                                           bool near = false, CreationFailure failure = {});
   Where namer() const;
 
   // ---- admission (window_calls.cpp) ----
