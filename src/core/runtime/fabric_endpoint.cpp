@@ -249,40 +249,32 @@ void FabricEndpoint::read(int target, void* destination, size_t length, const Re
 void FabricEndpoint::send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
   auto* op = new Operation(Operation::Kind::Send, target, sizeof header + payload.size());
   if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
-  try {
-    post(target, "fi_send", [&] {
-      ssize_t rc = -FI_EAGAIN;
-      auto commit = [&] {
-        std::memcpy(op->data, &header, sizeof header);  // (the first fragment's number is set by now)
-        rc = fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
-        return rc == 0;
-      };
-      if (first) {
-        router_.commit_first(target, header, commit);
-      } else {
-        commit();
-      }
-      if (rc == 0) {
-        live_sends_.insert(op);
-        ++sends_outstanding_;
-        ++in_flight_;
-      }
-      return rc;
-    });
-  } catch (...) {
-    delete op;
-    throw;
-  }
+  post_send(op, &header, first);
 }
 
 void FabricEndpoint::send_as_is(int target, std::span<const std::byte> frame) {
   if (frame.size() > kFragmentBytes) throw UsageError("rma: a frame longer than a fragment");
   auto* op = new Operation(Operation::Kind::Send, target, frame.size());
   if (!frame.empty()) std::memcpy(op->data, frame.data(), frame.size());
+  post_send(op, nullptr, false);
+}
+
+void FabricEndpoint::post_send(Operation* op, FragmentHeader* header, bool first) {
+  int target = op->target;
   try {
     post(target, "fi_send", [&] {
-      ssize_t rc =
-          fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+      ssize_t rc = -FI_EAGAIN;
+      auto commit = [&] {
+        // (The first fragment's number is set by now.)
+        if (header != nullptr) std::memcpy(op->data, header, sizeof *header);
+        rc = fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+        return rc == 0;
+      };
+      if (first) {
+        router_.commit_first(target, *header, commit);
+      } else {
+        commit();
+      }
       if (rc == 0) {
         live_sends_.insert(op);
         ++sends_outstanding_;

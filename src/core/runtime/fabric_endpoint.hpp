@@ -103,6 +103,9 @@ class FabricEndpoint {
   template <class Post>
   void post(int target, const char* call, Post&& try_post);
   void transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote);
+  // Posts a send of op's bytes (its own from now: freed at completion or failure). With a
+  // header, the header goes in front first (numbered by the router when `first`, as send()).
+  void post_send(Operation* op, FragmentHeader* header, bool first);
   void post_receive(Operation* receive);  // under mutex_
   // A fragment arrived in `receive` (`bytes` long, from address `source` when the provider
   // tells): appends it to `arrived` if it came from a job rank that it names (under mutex_).
