@@ -1,18 +1,21 @@
 """How a job ends: a rank that leaves because it lost the job says why in one line, and leaves
-nothing in /dev/shm. On one host, and on a test bed's (tests/testbed.py). Every run has a
-timeout.
+nothing in /dev/shm; on another host than rmarun's, a supervisor cleans after its rank however
+it ends. On one host, and on a test bed's (tests/testbed.py). Every run has a timeout.
 """
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
-from rma._job.spawn import rank_environment
+from processes import gone_soon
+from rma._job.spawn import child_pids, rank_environment
 from rma._job.store_server import StoreServer
 from testbed import Job, TestBed, TestBedError
 
@@ -85,6 +88,77 @@ def test_a_rank_that_loses_the_store_says_why_in_one_line_and_leaves_nothing():
         )
         assert re.fullmatch(line, err), err
     assert shm_of(pids) == []
+
+
+# ---- a rank's supervisor (what the remote shell runs on another host) ----
+
+SUPERVISOR = [sys.executable, "-m", "rma._job.supervisor"]
+# A rank that makes a file in /dev/shm as rma does, reports its pid, then acts as told.
+MAKES_A_FILE = """
+import os, sys, time
+open(f"/dev/shm/{os.getpid()}-rma-test-0", "w").close()
+print(os.getpid(), flush=True)
+exec(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize(
+    "action, status", [("os._exit(3)", 3), ("os.kill(os.getpid(), 9)", -9), ("raise SystemExit(0)", 0)]
+)
+def test_the_supervisor_cleans_after_its_rank_and_ends_as_it_did(action, status):
+    result = subprocess.run(
+        [*SUPERVISOR, sys.executable, "-c", MAKES_A_FILE, action], capture_output=True, text=True, timeout=WAIT
+    )
+    assert result.returncode == status, result.stderr
+    assert shm_of([int(result.stdout)]) == []
+
+
+def under_a_shell(marker: str) -> subprocess.Popen:
+    """As a remote shell runs it: a shell leading its process group runs the supervisor (which
+    leaves the group) over a rank that makes a file in /dev/shm, reports its pid and sleeps."""
+    line = shlex.join([*SUPERVISOR, sys.executable, "-c", MAKES_A_FILE, f"'{marker}'; time.sleep(60)"])
+    return subprocess.Popen(["sh", "-c", f"{line}; exit $?"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_the_supervisor_outlives_a_hang_up_and_a_sigkill_to_the_remote_shells_group():
+    # A hang-up (the remote shell's connection gone) leaves the rank running; a SIGKILL to the
+    # group ends the rank, and the supervisor, out of the group, still cleans, then ends.
+    marker = f"marker-{uuid.uuid4().hex}"
+    with under_a_shell(marker) as shell:
+        try:
+            pid = int(shell.stdout.readline())
+            assert shm_of([pid])
+            (supervisor,) = child_pids(shell.pid)
+            os.kill(supervisor, signal.SIGHUP)
+            time.sleep(0.3)
+            assert os.path.exists(f"/proc/{pid}"), "the rank ended on the supervisor's hang-up"
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait(timeout=WAIT)
+        finally:
+            if shell.poll() is None:
+                os.killpg(shell.pid, signal.SIGKILL)
+                shell.wait()
+    end = time.monotonic() + CLEANUP
+    while shm_of([pid]) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert shm_of([pid]) == []
+    assert gone_soon(marker) == []
+
+
+def test_the_supervisor_passes_a_signal_sent_to_it_on_to_its_rank():
+    marker = f"marker-{uuid.uuid4().hex}"
+    with under_a_shell(marker) as shell:
+        try:
+            pid = int(shell.stdout.readline())
+            (supervisor,) = child_pids(shell.pid)
+            os.kill(supervisor, signal.SIGTERM)
+            assert shell.wait(timeout=WAIT) == 128 + signal.SIGTERM  # (the shell's word for it)
+        finally:
+            if shell.poll() is None:
+                os.killpg(shell.pid, signal.SIGKILL)
+                shell.wait()
+    assert shm_of([pid]) == []
+    assert gone_soon(marker) == []
 
 
 # ---- across the hosts of a test bed ----

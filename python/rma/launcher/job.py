@@ -28,8 +28,9 @@ from .._job.spawn import (
     traceback_label,
 )
 from .._job.store_server import StoreServer
+from .._job.supervisor import supervised_command
 from ..compat import MPI4PY_SHIM
-from .hosts import is_local, remote_command
+from .hosts import is_local, rank_python, remote_command
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
 
@@ -44,10 +45,11 @@ TAIL_LINES = 200
 class _Rank:
     """Hold one started rank: its process, output relays and stderr tail."""
 
-    def __init__(self, rank: int, proc: subprocess.Popen):
+    def __init__(self, rank: int, proc: subprocess.Popen, local: bool):
         self.rank = rank
         self.proc = proc
-        self.pid = proc.pid
+        self.pid = proc.pid  # the rank's own on this machine; on another host, its remote shell's
+        self.local = local
         self.returncode: int | None = None
         self.tail: collections.deque[bytes] = collections.deque(maxlen=TAIL_LINES)
         self.threads: list[threading.Thread] = []
@@ -100,13 +102,17 @@ class Job:
         # A Ctrl-C on the terminal reaches only rmarun, which forwards it (see spawn.py).
         command = self.command
         host = self.placement[index] if self.placement else None
-        if host is not None and not is_local(host):
+        local = host is None or is_local(host)
+        if not local:
             # Stopping the remote shell's group stops a rank that ssh started only as far as
-            # its connection ends; the rank stops itself once this rmarun's store is gone.
+            # its connection ends; the rank stops itself once this rmarun's store is gone. There
+            # a supervisor runs it, and cleans /dev/shm after it (supervisor.py): this rmarun
+            # cleans only its own host's.
             carry = ("PYTHONPATH",) if self.args.mpi4py else ()
-            command = remote_command(shlex.split(self.args.rsh), host, self.command, env, carry)
+            supervised = supervised_command(rank_python(self.command), self.command)
+            command = remote_command(shlex.split(self.args.rsh), host, supervised, env, carry)
         proc = start_rank(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        rank = _Rank(index, proc)
+        rank = _Rank(index, proc, local)
         prefix = f"[{index}] ".encode() if self.args.tag_output else None
         for target, args in (
             (relay, (proc.stdout, self.stdout, prefix, None)),
@@ -147,7 +153,8 @@ class Job:
                                 pass
         finally:
             server.close()
-            cleanup_shm_files(rank.pid for rank in self.ranks)
+            # (The supervisors of the other hosts' ranks clean theirs.)
+            cleanup_shm_files(rank.pid for rank in self.ranks if rank.local)
 
     def _run(self, server: StoreServer) -> int:
         store_address = server.reachable_address
