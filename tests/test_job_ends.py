@@ -1,6 +1,8 @@
-"""How a job ends: a rank that leaves because it lost the job says why in one line, and leaves
-nothing in /dev/shm; on another host than rmarun's, a supervisor cleans after its rank however
-it ends. On one host, and on a test bed's (tests/testbed.py). Every run has a timeout.
+"""How a job ends, whatever ends it (a rank raising, a rank or a whole host killed, a link cut):
+rmarun's summary names the rank that failed first, not those that followed with PeerError; a
+rank that leaves because it lost the job says why in one line; and nothing of the job stays in
+/dev/shm on any host. On one host, and across the hosts of a test bed (tests/testbed.py)
+reached through its remote shell as ssh reaches a cluster's nodes. Every run has a timeout.
 """
 
 import os
@@ -11,17 +13,41 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from processes import gone_soon
+from processes import gone_soon, run_in_own_group
 from rma._job.spawn import child_pids, rank_environment
 from rma._job.store_server import StoreServer
 from testbed import Job, TestBed, TestBedError
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+RMARUN = [sys.executable, "-m", "rma"]
+RSH = f"{sys.executable} {os.path.join(HERE, 'testbed.py')} rsh"
 WAIT = 60.0
 # Seconds a host's supervisors may take to clean once the job has ended.
 CLEANUP = 5.0
+
+# Every rank allocates a window (so that the ranks of a host share memory: files in /dev/shm)
+# and reports its pid; then rank RAISER raises while the others wait for it in a barrier.
+# "slow": the raising rank's process ends a second after it left the job (an exit handler
+# registered before rma's runs after it), as a program with more to tear down would; the
+# others' PeerError exits then reach rmarun first.
+RAISING = """
+import atexit, os, sys, time
+raiser, slow = int(sys.argv[1]), sys.argv[2] == "slow"
+if slow and int(os.environ["RMA_RANK"]) == raiser:
+    atexit.register(time.sleep, 1.0)
+import numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1024, np.int64)
+print(os.getpid(), flush=True)
+comm.barrier()
+if comm.rank == raiser:
+    raise ValueError("the first failure")
+comm.barrier()
+"""
 
 
 def shm_of(pids) -> list[str]:
@@ -43,7 +69,34 @@ def left_on(host, within: float = CLEANUP) -> list[str]:
     return left
 
 
+def summary_of(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("rmarun: ")]
+
+
 # ---- one host ----
+
+
+def raise_once(run: int) -> tuple[subprocess.CompletedProcess, list[int]]:
+    slow = "slow" if run % 2 else "fast"
+    options, env = [], dict(os.environ)
+    if run % 4 >= 2:
+        # Through libfabric's tcp provider, as the report of the issue: the raising rank's
+        # endpoint takes longer to close.
+        options, env["RMA_TRANSPORT"] = ["--provider", "tcp"], "libfabric"
+    result = run_in_own_group([*RMARUN, "-n", "4", *options, "-c", RAISING, "2", slow], timeout=WAIT, env=env)
+    return result, [int(pid) for pid in result.stdout.split()]
+
+
+def test_the_summary_names_the_rank_that_raised_first():
+    # Ten runs, two at a time: every summary names rank 2, never one of its followers.
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(raise_once, range(10)))
+    for run, (result, pids) in enumerate(runs):
+        assert result.returncode == 1, f"run {run}: {result.stderr}"
+        assert summary_of(result.stderr) == [
+            "rmarun: rank 2 failed (exit status 1); stopping the other ranks (its traceback is above)"
+        ], f"run {run}: {result.stderr}"
+        assert len(pids) == 4 and shm_of(pids) == [], f"run {run}"
 
 
 # Rank 0 waits in a receive that never comes, rank 1 sleeps outside any call: both leave when
@@ -164,6 +217,18 @@ def test_the_supervisor_passes_a_signal_sent_to_it_on_to_its_rank():
 # ---- across the hosts of a test bed ----
 
 
+@pytest.fixture(scope="module")
+def shared_bed():
+    why = TestBed.refusal()
+    if why:
+        pytest.skip(why)
+    try:
+        with TestBed(2) as made:
+            yield made
+    except TestBedError as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def own_bed():
     """A test bed for a test that kills or cuts off one of its hosts."""
@@ -177,6 +242,48 @@ def own_bed():
         pytest.skip(str(exc))
 
 
+def rmarun_on(bed, *args, env=None):
+    """The argv and environment of rmarun with args across the test bed's two hosts (2 ranks each)."""
+    h0, h1 = (host.name for host in bed.hosts)
+    argv = [*RMARUN, "--rsh", RSH, "--store-host", bed.switch_address, "--host", f"{h0}:2,{h1}:2", *args]
+    return argv, dict(os.environ, **bed.rsh_environment(), **(env or {}))
+
+
+@pytest.mark.parametrize("raiser, slow", [(2, "fast"), (2, "slow"), (1, "slow")])
+def test_the_summary_names_the_first_failure_across_hosts(shared_bed, raiser, slow):
+    argv, env = rmarun_on(shared_bed, "-c", RAISING, str(raiser), slow)
+    result = run_in_own_group(argv, timeout=WAIT, env=env)
+    assert result.returncode == 1, result.stderr
+    host = shared_bed.hosts[raiser // 2].name
+    assert summary_of(result.stderr) == [
+        f"rmarun: rank {raiser} on {host} failed (exit status 1); stopping the other ranks (its traceback is above)"
+    ], result.stderr
+    for each in shared_bed.hosts:
+        assert left_on(each) == [], each.name
+
+
+def test_a_rank_killed_on_another_host_leaves_nothing_on_any_host(shared_bed):
+    # Rank 3 is killed (SIGKILL: it cleans nothing); the others end on PeerError.
+    code = RAISING.replace('raise ValueError("the first failure")', "time.sleep(1); os.kill(os.getpid(), 9)")
+    argv, env = rmarun_on(shared_bed, "-c", code, "3", "fast")
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as proc:
+        try:
+            for _ in range(4):
+                assert proc.stdout.readline().strip().isdigit()
+            made = shared_bed.hosts[1].shm_files()
+            _, err = proc.communicate(timeout=WAIT)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    assert made, "rank 3's host had no files in /dev/shm: nothing to check"
+    assert summary_of(err)[0].startswith(f"rmarun: rank 3 on {shared_bed.hosts[1].name} failed ("), err
+    for each in shared_bed.hosts:
+        assert left_on(each) == [], each.name
+
+
 # Ranks 0 and 1 (host 0) wait in a fence that ranks 2 and 3 (host 1) never reach: those wait in
 # a receive that never comes.
 BLOCKED = """
@@ -188,6 +295,42 @@ comm.barrier()
 print("ready", flush=True)
 win.fence() if comm.rank < 2 else comm.recv(0, tag=99)
 """
+
+
+@pytest.mark.parametrize("fault", ["kill", "cut"])
+def test_a_host_lost_leaves_nothing_on_any_host(own_bed, fault):
+    # Host 1 killed: host 0's ranks end on PeerError, and host 0 is clean (host 1's /dev/shm
+    # went with it). Host 1 cut off: every rank ends (host 1's when they lose the store), and
+    # both hosts are clean; the summary says that host 1's ranks became unreachable.
+    marker = f"marker-{uuid.uuid4().hex}"
+    argv, env = rmarun_on(own_bed, "-c", f"'{marker}'\n{BLOCKED}", env={"RMA_LINK_TIMEOUT": "3"})
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as proc:
+        try:
+            for _ in range(4):
+                assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+            time.sleep(0.5)  # every rank in its call
+            if fault == "kill":
+                own_bed.hosts[1].stop()
+            else:
+                own_bed.hosts[1].cut_link()
+            _, err = proc.communicate(timeout=WAIT)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    h1 = own_bed.hosts[1].name
+    first = summary_of(err)[0]
+    if fault == "kill":
+        assert re.match(rf"rmarun: rank [23] on {h1} (failed|became unreachable)", first), err
+        hosts = own_bed.hosts[:1]
+    else:
+        assert re.match(rf"rmarun: rank [23] on {h1} became unreachable: ", first), err
+        hosts = own_bed.hosts
+    for each in hosts:
+        assert left_on(each, within=2 * CLEANUP) == [], each.name
+    assert gone_soon(marker) == []
 
 
 def test_ranks_cut_off_say_why_in_one_line_and_leave_nothing(own_bed):

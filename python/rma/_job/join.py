@@ -283,11 +283,16 @@ def _leave(collective: bool) -> None:
         if job is None:
             return
         _finalized = True
-    job.runtime.finalize(collective)
-    if job.store is not None:
+    if job.store is not None and not collective:
         # A rank that ends with an uncaught exception says no goodbye: the store then tells the
-        # others it died, and their blocked calls raise PeerError instead of hanging.
-        job.store.close(clean=collective)
+        # others it died, and their blocked calls raise PeerError instead of hanging. It tells
+        # the store before its endpoint closes, so that no other rank can fail on that first
+        # (a send refused): the store learns of this death before the others' (rmarun's
+        # summary names the first rank the store saw die).
+        job.store.close(clean=False)
+    job.runtime.finalize(collective)
+    if job.store is not None and collective:
+        job.store.close(clean=True)
 
 
 _hooks_installed = False
