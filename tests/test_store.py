@@ -309,6 +309,22 @@ def test_unclean_close_is_a_death(server, clients):
     assert server.ranks_dead() == {1}
 
 
+def test_deaths_come_in_the_order_the_store_learned_them(server, clients):
+    # (rmarun's summary names the first: a rank that fails on the news of another's death comes
+    # after it, whenever its own process ends.) A rank that finished is no death.
+    watcher = clients(0)
+    heard = []
+    watcher.on_peer_dead(heard.append)
+    clients(3).close()
+    for rank in (2, 1):
+        clients(rank).close(clean=False)
+        deadline = time.monotonic() + WAIT
+        while rank not in heard and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert heard == [2, 1]
+    assert server.deaths() == [(2, False), (1, False)]
+
+
 def test_store_loss_reported_as_minus_one(server):
     client = StoreClient(server.address, server.secret, 0, timeout=WAIT)
     notices = []

@@ -22,7 +22,7 @@ from ..errors import BootstrapError, FabricError, RMAError
 from . import settings
 from .pmix_client import PmixClient, started_by_pmix
 from .settings import JobSettings
-from .shm_files import remove_stale_shm_files
+from .shm_files import cleanup_shm_files, remove_stale_shm_files
 from .spawn import traceback_label
 
 __all__ = ["init", "finalize", "is_initialized", "provider", "transport_setting", "choose_provider"]
@@ -180,7 +180,9 @@ def _join() -> _Job:
                 )
             names.append(name)
         runtime.connect(names, hosts)
-        store.on_peer_dead(lambda dead: _peer_died(runtime, dead, store.unreachable(dead)))
+        # (A PMIx job's watch never reports the store lost: it names rank 0 instead.)
+        where = getattr(store, "address", "")
+        store.on_peer_dead(lambda dead: _peer_died(runtime, dead, store.unreachable(dead), where))
         world = _world_comm(runtime)
         # Nobody leaves init before every rank has connected: a rank that ended at once would
         # take its endpoint away from a peer still connecting to it (shm: fi_av_insert fails).
@@ -236,13 +238,34 @@ def _without_store_hint() -> str:
     )
 
 
-def _peer_died(runtime: _core.Runtime, rank: int, unreachable: bool) -> None:
+def _peer_died(runtime: _core.Runtime, rank: int, unreachable: bool, store_address: str) -> None:
     """Take the store's news of a death (rank -1: the store itself is gone; unreachable: silent
     for RMA_LINK_TIMEOUT rather than ended)."""
-    runtime.mark_peer_dead(rank, unreachable)
     if rank == -1 and settings.under_rmarun():
-        # rmarun was killed: nobody is left to stop this rank, so it stops itself.
-        os.kill(os.getpid(), signal.SIGTERM)
+        _leave_the_lost_job(runtime.rank, store_address, unreachable)
+    runtime.mark_peer_dead(rank, unreachable)
+
+
+def _leave_the_lost_job(rank: int, address: str, unreachable: bool) -> None:
+    """A rank of rmarun that lost the job's store stops itself: rmarun is gone, or this host is
+    cut off from it, so nobody else will. It says so in one line (its blocked call's PeerError
+    would follow it with a traceback, and a rank outside any call would say nothing), removes
+    its files from /dev/shm (SIGTERM ends it before any destructor runs; its segments stay
+    mapped until then), and ends as rmarun would end it."""
+    if unreachable:
+        why = (
+            f"no answer for {settings.link_timeout():g} s: RMA_LINK_TIMEOUT; this host's link is down, "
+            "or the store's host is gone"
+        )
+    else:
+        why = "its connection closed: the launcher is gone"
+    try:
+        print(f"rma: rank {rank}: lost the job's store at {address} ({why}); leaving", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # (stderr went with the remote shell's connection)
+    cleanup_shm_files([os.getpid()])
+    os.kill(os.getpid(), signal.SIGTERM)
+    # Still here: the program handles SIGTERM itself; its blocked calls end with PeerError.
 
 
 def finalize() -> None:
@@ -260,11 +283,16 @@ def _leave(collective: bool) -> None:
         if job is None:
             return
         _finalized = True
-    job.runtime.finalize(collective)
-    if job.store is not None:
+    if job.store is not None and not collective:
         # A rank that ends with an uncaught exception says no goodbye: the store then tells the
-        # others it died, and their blocked calls raise PeerError instead of hanging.
-        job.store.close(clean=collective)
+        # others it died, and their blocked calls raise PeerError instead of hanging. It tells
+        # the store before its endpoint closes, so that no other rank can fail on that first
+        # (a send refused): the store learns of this death before the others' (rmarun's
+        # summary names the first rank the store saw die).
+        job.store.close(clean=False)
+    job.runtime.finalize(collective)
+    if job.store is not None and collective:
+        job.store.close(clean=True)
 
 
 _hooks_installed = False

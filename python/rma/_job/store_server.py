@@ -155,6 +155,10 @@ class StoreServer:
         self._finished: set[int] = set()
         self._dead: set[int] = set()
         self._silent: set[int] = set()  # of _dead: those whose connection went silent
+        # _dead in the order the store learned of them, each before any rank was told: a rank
+        # that fails because another died (PeerError) comes after it here, whenever its own
+        # process ends. rmarun's summary names the first.
+        self._dead_in_order: list[int] = []
         self._closed = False
         self._started = False
         self._gate = Gate(self._listener, self._admit, silent_after)
@@ -202,6 +206,13 @@ class StoreServer:
         """Return the ranks whose connection closed without "bye"."""
         with self._lock:
             return set(self._dead)
+
+    def deaths(self) -> list[tuple[int, bool]]:
+        """Return the ranks whose connection ended without "bye", in the order the store learned
+        it (before telling the others), each with whether it went silent (RMA_LINK_TIMEOUT)
+        rather than closed."""
+        with self._lock:
+            return [(rank, rank in self._silent) for rank in self._dead_in_order]
 
     def __enter__(self) -> StoreServer:
         self.start()
@@ -341,6 +352,7 @@ class StoreServer:
                 if not self._closed:
                     report = True
                     self._dead.add(rank)
+                    self._dead_in_order.append(rank)
                     if conn.silent:
                         self._silent.add(rank)
                     notify = list(self._by_rank.values())

@@ -13,13 +13,14 @@ import functools
 import os
 import shlex
 import socket
+import sys
 from dataclasses import dataclass
 
 from .._job.store_protocol import address_towards
 
 __all__ = [
     "Host", "HostError", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command",
-    "store_address_for",
+    "store_address_for", "rank_python",
 ]  # fmt: skip
 
 
@@ -106,6 +107,12 @@ def is_local(name: str) -> bool:
     """Whether ranks on `name` start here, without the remote shell. (Once per name: getfqdn
     may ask DNS, and rmarun asks for every rank.)"""
     return name in ("localhost", "127.0.0.1", "::1") or name in (socket.gethostname(), socket.getfqdn())
+
+
+def rank_python(command: list[str]) -> str:
+    """The Python that runs on the ranks' hosts: the command's own when it is Python, else this
+    rmarun's (the same path there). A rank's supervisor runs under it (rma._job.supervisor)."""
+    return command[0] if os.path.basename(command[0]).startswith("python") else sys.executable
 
 
 def remote_command(

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+from .._job.settings import link_timeout
 from .._job.shm_files import cleanup_shm_files
 from .._job.spawn import (
     describe_exit,
@@ -28,8 +29,9 @@ from .._job.spawn import (
     traceback_label,
 )
 from .._job.store_server import StoreServer
+from .._job.supervisor import supervised_command
 from ..compat import MPI4PY_SHIM
-from .hosts import is_local, remote_command
+from .hosts import is_local, rank_python, remote_command
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
 
@@ -39,16 +41,26 @@ __all__ = ["Job"]
 KILL_GRACE = 3.0
 # Lines of each rank's stderr kept for the failure summary.
 TAIL_LINES = 200
+# Seconds rmarun waits, after a rank's non-zero exit, for the store to see that rank's
+# connection end, when it has not yet, before it names the rank that failed first: the store's
+# order of deaths is causal (a rank learns of a death from the store, after the store), the
+# order in which exits reach rmarun is not. A killed rank's connection ends with it (the wait
+# lasts milliseconds); a rank cut off from the store, whose remote shell still reported its
+# exit, is found silent by the store about when the rank found the store silent.
+STORE_LAG = 2.0
 
 
 class _Rank:
     """Hold one started rank: its process, output relays and stderr tail."""
 
-    def __init__(self, rank: int, proc: subprocess.Popen):
+    def __init__(self, rank: int, proc: subprocess.Popen, local: bool):
         self.rank = rank
         self.proc = proc
-        self.pid = proc.pid
+        self.pid = proc.pid  # the rank's own on this machine; on another host, its remote shell's
+        self.local = local
         self.returncode: int | None = None
+        # Whether rmarun had signalled it before it exited: its status is then rmarun's doing.
+        self.stopped = False
         self.tail: collections.deque[bytes] = collections.deque(maxlen=TAIL_LINES)
         self.threads: list[threading.Thread] = []
 
@@ -77,12 +89,16 @@ class Job:
         self.left_others_running: set[int] = set()
         # Whether other ranks were still running when the first one failed.
         self.stopped_others = False
+        # Whether the rank that failed first went silent (its host or link lost) rather than ended.
+        self.cause_unreachable = False
 
     def _on_rank_exit(self, rank: int, clean: bool) -> None:
         # (A store thread.) The exit status decides, except for a rank that exits 0 without
-        # finalizing while others run (see left_others_running).
+        # finalizing while others run (see left_others_running). A death wakes the main loop,
+        # which may be waiting for the store's word on a failed rank (STORE_LAG).
         if not clean:
             self.died_per_store.add(rank)
+            self.events.put(("store", rank, None))
 
     def _environment(self, rank: int, store_address: str, secret: str) -> dict[str, str]:
         env = rank_environment(rank, self.size, store_address, secret, self.args.provider)
@@ -100,13 +116,17 @@ class Job:
         # A Ctrl-C on the terminal reaches only rmarun, which forwards it (see spawn.py).
         command = self.command
         host = self.placement[index] if self.placement else None
-        if host is not None and not is_local(host):
+        local = host is None or is_local(host)
+        if not local:
             # Stopping the remote shell's group stops a rank that ssh started only as far as
-            # its connection ends; the rank stops itself once this rmarun's store is gone.
+            # its connection ends; the rank stops itself once this rmarun's store is gone. There
+            # a supervisor runs it, and cleans /dev/shm after it (supervisor.py): this rmarun
+            # cleans only its own host's.
             carry = ("PYTHONPATH",) if self.args.mpi4py else ()
-            command = remote_command(shlex.split(self.args.rsh), host, self.command, env, carry)
+            supervised = supervised_command(rank_python(self.command), self.command)
+            command = remote_command(shlex.split(self.args.rsh), host, supervised, env, carry)
         proc = start_rank(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        rank = _Rank(index, proc)
+        rank = _Rank(index, proc, local)
         prefix = f"[{index}] ".encode() if self.args.tag_output else None
         for target, args in (
             (relay, (proc.stdout, self.stdout, prefix, None)),
@@ -118,9 +138,12 @@ class Job:
             rank.threads.append(thread)
         return rank
 
-    def _signal_all(self, sig: int) -> None:
+    def _signal_all(self, sig: int, spare: _Rank | None = None) -> None:
         for rank in self.ranks:
-            killpg(rank.pid, sig)
+            if rank is not spare:
+                if rank.returncode is None:
+                    rank.stopped = True
+                killpg(rank.pid, sig)
 
     def run(self) -> int:
         """Run the job and return rmarun's exit status."""
@@ -147,7 +170,8 @@ class Job:
                                 pass
         finally:
             server.close()
-            cleanup_shm_files(rank.pid for rank in self.ranks)
+            # (The supervisors of the other hosts' ranks clean theirs.)
+            cleanup_shm_files(rank.pid for rank in self.ranks if rank.local)
 
     def _run(self, server: StoreServer) -> int:
         store_address = server.reachable_address
@@ -162,23 +186,41 @@ class Job:
             self.ranks.append(rank)
 
         running = set(range(self.size))
+        # The first rank to fail on its own (non-zero exit before any stop by rmarun): it
+        # starts the stop, but the rank named as the cause is the first the store saw die.
+        first: _Rank | None = None
         cause: _Rank | None = None
         exit_code: int | None = None
         stopping = False
         kill_at: float | None = None
+        decide_by: float | None = None  # while waiting for the store's word on `first`
         deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
+
+        def decide() -> None:
+            nonlocal cause, stopping, kill_at, decide_by
+            assert first is not None
+            cause, decide_by = self._first_failure(server, first), None
+            # The cause, ending on its own (its exception shown, its teardown under way), is left
+            # to end so: its exit status is the job's. A cause that went silent is stopped too.
+            spare = cause if cause.returncode is None and not self.cause_unreachable else None
+            self.stopped_others = bool(running - {cause.rank})
+            stopping, kill_at = True, self._stop(signal.SIGTERM, spare)
 
         while running:
             now = time.monotonic()
-            wake = [t for t in (kill_at, None if stopping else deadline) if t is not None]
+            # (While the store's word is awaited, the failure is under way: no timeout is due.)
+            timeout_at = None if stopping or decide_by is not None else deadline
+            wake = [t for t in (kill_at, decide_by, timeout_at) if t is not None]
             try:
                 kind, who, value = self.events.get(timeout=max(0.0, min(wake) - now) if wake else None)
             except queue.Empty:
                 now = time.monotonic()
-                if kill_at is not None and now >= kill_at:
+                if decide_by is not None and now >= decide_by:
+                    decide()
+                elif kill_at is not None and now >= kill_at:
                     self._signal_all(signal.SIGKILL)
                     kill_at = None
-                elif deadline is not None and not stopping and now >= deadline:
+                elif timeout_at is not None and now >= timeout_at:
                     say(
                         f"timeout after {self.args.timeout:g} s; ranks still running: "
                         + ", ".join(map(str, sorted(running)))
@@ -196,14 +238,23 @@ class Job:
                 running.discard(who)
                 if running and not stopping:
                     self.left_others_running.add(who)
-                if value != 0 and not stopping:
-                    # The first rank to fail on its own is the cause; the
-                    # exits of ranks rmarun stops afterwards are not failures.
-                    cause, exit_code = rank, exit_status(value)
-                    self.stopped_others = bool(running)
-                    stopping, kill_at = True, self._stop(signal.SIGTERM)
+                if value != 0 and not stopping and first is None:
+                    # The exits of ranks rmarun stops afterwards are not failures.
+                    first = rank
+                    if who in server.ranks_connected():
+                        # Its connection's end has not reached the store yet (or, cut off, it
+                        # never will): wait for the store a moment, without stopping anyone.
+                        decide_by = time.monotonic() + STORE_LAG
+                    else:
+                        decide()
+            elif kind == "store":
+                if decide_by is not None and first is not None and first.rank not in server.ranks_connected():
+                    decide()
             elif kind == "signal":
-                if not stopping:
+                if decide_by is not None:
+                    # A failure came first: its stop is what the signal asks for.
+                    decide()
+                elif not stopping:
                     name = signal.Signals(who).name
                     say(f"got {name}; stopping all ranks")
                     exit_code = 128 + who
@@ -214,12 +265,19 @@ class Job:
                     # A second Ctrl-C: the user wants out now.
                     self._signal_all(signal.SIGKILL)
                     kill_at = None
+        if decide_by is not None:
+            decide()  # every rank ended while the store's word was awaited
 
         self._reap_groups(kill_at if stopping else None)
         self._finish_relays()
         if cause is not None:
+            assert first is not None and first.returncode is not None
             self._report(cause)
-            return exit_code or 0
+            # The cause's own status, when it ended on its own with one; else the first failed
+            # exit's (a cause that exited 0, went silent, or that rmarun had to stop).
+            own = cause.returncode and not cause.stopped and not self.cause_unreachable
+            ended = cause.returncode if own else first.returncode
+            return exit_status(ended) if ended else 1
         # (A process's sockets close before its exit is reported: the store has had the time
         # since to see its connection end.)
         unfinalized = sorted(
@@ -234,9 +292,21 @@ class Job:
             exit_code = 1
         return exit_code or 0
 
-    def _stop(self, sig: int) -> float:
-        """Signal every rank's group; return when to send SIGKILL."""
-        self._signal_all(sig)
+    def _first_failure(self, server: StoreServer, first: _Rank) -> _Rank:
+        """The rank that failed first: the first whose death the store saw (every rank that
+        failed because of it, with PeerError, was told by the store, after that), else `first`,
+        the first non-zero exit (a rank that failed outside the job's ranks' knowledge: before
+        joining, after finalizing, or not a rank of rma at all)."""
+        deaths = server.deaths()
+        if not deaths:
+            return first
+        rank, silent = deaths[0]
+        self.cause_unreachable = silent
+        return self.ranks[rank]
+
+    def _stop(self, sig: int, spare: _Rank | None = None) -> float:
+        """Signal every rank's group (but spare's); return when to send SIGKILL."""
+        self._signal_all(sig, spare)
         return time.monotonic() + KILL_GRACE
 
     def _wait_for_exits(self, ranks: set[int]) -> None:
@@ -275,17 +345,35 @@ class Job:
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _report(self, cause: _Rank) -> None:
-        """Print the failure summary: which rank failed and, unless its traceback was shown
-        under its rank's label already, the end of its stderr."""
+        """Print the failure summary: which rank failed first and how and, unless its traceback
+        was shown under its rank's label already, the end of its stderr."""
         host = self.placement[cause.rank] if self.placement else None
         where = f" on {host}" if host else ""
-        how = describe_exit(cause.returncode)
-        if host and not is_local(host) and cause.returncode == 255:
-            how += ", as ssh ends when it cannot reach the host or run the command there"
-        summary = f"{PROG}: rank {cause.rank}{where} failed ({how})" + (
-            "; stopping the other ranks" if self.stopped_others else ""
-        )
+        stopping = "; stopping the other ranks" if self.stopped_others else ""
         tail = b"".join(cause.tail)
+        if self.cause_unreachable:
+            # Its exit status, if any reached rmarun, is that of its remote shell, or of its own
+            # leaving (it lost the store too): neither says what happened.
+            summary = (
+                f"{PROG}: rank {cause.rank}{where} became unreachable: its host stopped answering the job's "
+                f"store for RMA_LINK_TIMEOUT ({link_timeout():g} s): its link is down, or the host is gone{stopping}"
+            )
+            if not tail.strip():
+                self.stderr.write(f"{summary}\n".encode())
+                return
+        elif cause.returncode == 0:
+            summary = (
+                f"{PROG}: rank {cause.rank}{where} ended without rma.finalize() (exit status 0) while other "
+                f"ranks were still running: its part of the job is missing{stopping}"
+            )
+        else:
+            how = describe_exit(cause.returncode)
+            if host and not is_local(host) and cause.returncode == 255:
+                how += ", as ssh ends when it cannot reach the host or run the command there"
+            if cause.stopped:
+                # It left the job on its own, and did not end within the grace period.
+                how = f"left the job without rma.finalize(), then stopped by {PROG}: {how}"
+            summary = f"{PROG}: rank {cause.rank}{where} failed ({how}){stopping}"
         if traceback_label(cause.rank).encode() in tail:
             self.stderr.write(f"{summary} (its traceback is above)\n".encode())
             return

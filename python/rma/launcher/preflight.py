@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 
-from .hosts import HostError, is_local, remote_command
+from .hosts import HostError, is_local, rank_python, remote_command
 
 __all__ = ["check_hosts", "PROBE_TIMEOUT"]
 
@@ -31,10 +31,9 @@ except ImportError as exc:
 
 def check_hosts(rsh: str, hosts: list[str], command: list[str]) -> None:
     """Raise HostError naming the first host (in the order given) that cannot run `command`'s
-    Python with rma. Nothing is checked for a command that is not Python itself."""
-    python = command[0]
-    if not os.path.basename(python).startswith("python"):
-        return
+    Python with rma (this rmarun's Python, for a command that is not Python itself: the ranks'
+    supervisors run under it, hosts.rank_python)."""
+    python = rank_python(command)
     # This machine runs rmarun's own Python with rma: no need to ask it.
     asked = [
         host for host in hosts if not (is_local(host) and os.path.realpath(python) == os.path.realpath(sys.executable))
