@@ -108,7 +108,8 @@ class FabricEndpoint {
   void post_send(Operation* op, FragmentHeader* header, bool first);
   void post_receive(Operation* receive);  // under mutex_
   // A fragment arrived in `receive` (`bytes` long, from address `source` when the provider
-  // tells): appends it to `arrived` if it came from a job rank that it names (under mutex_).
+  // tells): dropped unread from an address outside the job, else handed to the router's
+  // check of its sender (MessageRouter::admit), which appends it to `arrived` (under mutex_).
   void take_fragment(const Operation& receive, size_t bytes, fi_addr_t source, Fragments& arrived);
   void retire(Operation* op);  // under mutex_: a finished send or one-sided operation
 

@@ -80,20 +80,9 @@ void InboxLink::push_as_is(int target, std::span<const std::byte> frame) {
 size_t InboxLink::drain(Fragments& arrived) {
   std::unique_lock lock(drain_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
-  return inbox_->drain([&](int source, std::span<const std::byte> fragment) {
-    // The ring a fragment is in says who wrote it (a ring has one producer): the header must agree.
-    if (fragment.size() < sizeof(FragmentHeader)) {
-      router_.reject(source, "a " + std::to_string(fragment.size()) + "-byte message, too short for a fragment");
-      return;
-    }
-    FragmentHeader header;
-    std::memcpy(&header, fragment.data(), sizeof header);
-    if (header.source != static_cast<uint32_t>(source)) {
-      router_.reject(source, "a message fragment that claims to come from rank " + std::to_string(header.source));
-      return;
-    }
-    arrived.emplace_back(header, std::vector<std::byte>(fragment.begin() + sizeof header, fragment.end()));
-  });
+  // The ring a fragment is in says who wrote it (a ring has one producer): the header must agree.
+  return inbox_->drain(
+      [&](int source, std::span<const std::byte> fragment) { router_.admit(source, fragment, arrived); });
 }
 
 }  // namespace rma

@@ -1,6 +1,7 @@
 #include "runtime/message_router.hpp"
 
 #include <cstdio>
+#include <cstring>
 
 #include "errors.hpp"
 
@@ -64,6 +65,20 @@ void MessageRouter::break_route(int target, const std::string& why) {
   Route& route = routes_[target];
   std::lock_guard lock(route.mutex);
   if (route.broken.empty()) route.broken = why.empty() ? std::string("no reason given") : why;
+}
+
+void MessageRouter::admit(int source, std::span<const std::byte> fragment, Fragments& arrived) {
+  if (fragment.size() < sizeof(FragmentHeader)) {
+    if (source >= 0) reject(source, "a " + std::to_string(fragment.size()) + "-byte message, too short for a fragment");
+    return;
+  }
+  FragmentHeader header;
+  std::memcpy(&header, fragment.data(), sizeof header);
+  if (source >= 0 && header.source != static_cast<uint32_t>(source)) {
+    reject(source, "a message fragment that claims to come from rank " + std::to_string(header.source));
+    return;
+  }
+  arrived.emplace_back(header, std::vector<std::byte>(fragment.begin() + sizeof header, fragment.end()));
 }
 
 void MessageRouter::deliver(Fragments&& fragments) {

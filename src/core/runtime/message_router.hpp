@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,11 @@ class MessageRouter {
   void reject(int source, const std::string& why);
   // Whether fragments from `source` are still taken.
   bool trusts(int source) const noexcept;
+  // A fragment as it arrived (its header, then its payload) from rank `source`, as the transport
+  // knows it (the provider's source address, an inbox's ring; -1: it cannot tell, and the
+  // header is believed): appended to `arrived` when it holds a header that names `source`;
+  // else `source` is rejected. The one check of a fragment's sender, whatever carried it.
+  void admit(int source, std::span<const std::byte> fragment, Fragments& arrived);
 
  private:
   struct Route {  // to one destination
