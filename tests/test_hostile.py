@@ -223,16 +223,9 @@ def test_a_malformed_frame_from_a_rank_ends_its_trust_with_peer_error(outsider, 
 @pytest.fixture
 def bed():
     """A test bed of 2 hosts (tests/testbed.py), or a skip saying why the kernel refuses one."""
-    from testbed import TestBed, TestBedError
+    from testbed import bed_or_skip
 
-    reason = TestBed.refusal()
-    if reason:
-        pytest.skip(reason)
-    try:
-        with TestBed(2) as made:
-            yield made
-    except TestBedError as exc:
-        pytest.skip(str(exc))
+    yield from bed_or_skip(2)
 
 
 JOIN = """

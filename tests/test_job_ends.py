@@ -20,7 +20,7 @@ import pytest
 from processes import gone_soon, run_in_own_group
 from rma._job.spawn import child_pids, rank_environment
 from rma._job.store_server import StoreServer
-from testbed import Job, TestBed, TestBedError
+from testbed import Job, bed_or_skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RMARUN = [sys.executable, "-m", "rma"]
@@ -219,27 +219,13 @@ def test_the_supervisor_passes_a_signal_sent_to_it_on_to_its_rank():
 
 @pytest.fixture(scope="module")
 def shared_bed():
-    why = TestBed.refusal()
-    if why:
-        pytest.skip(why)
-    try:
-        with TestBed(2) as made:
-            yield made
-    except TestBedError as exc:
-        pytest.skip(str(exc))
+    yield from bed_or_skip(2)
 
 
 @pytest.fixture
 def own_bed():
     """A test bed for a test that kills or cuts off one of its hosts."""
-    why = TestBed.refusal()
-    if why:
-        pytest.skip(why)
-    try:
-        with TestBed(2) as made:
-            yield made
-    except TestBedError as exc:
-        pytest.skip(str(exc))
+    yield from bed_or_skip(2)
 
 
 def rmarun_on(bed, *args, env=None):

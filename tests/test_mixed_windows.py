@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import rma
-from testbed import Job, TestBed, TestBedError
+from testbed import Job, bed_or_skip
 
 ACROSS = dict(nprocs=[2, 3, 4], timeout=120)
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bulletin_board.py")
@@ -164,14 +164,7 @@ def test_allocate_shared_among_the_ranks_of_a_host(comm):
 @pytest.fixture
 def bed(request):
     """A test bed of its own: 2 hosts, or as many as the test's indirect parameter says."""
-    reason = TestBed.refusal()
-    if reason:
-        pytest.skip(reason)
-    try:
-        with TestBed(getattr(request, "param", 2)) as made:
-            yield made
-    except TestBedError as exc:
-        pytest.skip(str(exc))
+    yield from bed_or_skip(getattr(request, "param", 2))
 
 
 @pytest.mark.parametrize("bed, size", [(2, 4), (3, 3)], indirect=["bed"], ids=["2x2", "3x1"])

@@ -30,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 
 from rma._job.spawn import child_pids, pid_alive, rank_environment
 from rma._job.store_server import StoreServer
@@ -305,6 +306,21 @@ class Job:
 # (MPICH's hydra -launcher-exec, Open MPI's plm_rsh_agent, rmarun --rsh): the hosts' names and
 # first pids travel in this variable, as TestBed.rsh_environment() gives it.
 RSH_HOSTS = "RMA_TESTBED_HOSTS"
+
+
+def bed_or_skip(hosts: int = 2) -> Iterator[TestBed]:
+    """For a pytest fixture (`yield from bed_or_skip(n)`): a test bed of `hosts` hosts, closed
+    after the test, or a skip that says why the kernel refuses one."""
+    import pytest
+
+    why = TestBed.refusal()
+    if why:
+        pytest.skip(why)
+    try:
+        with TestBed(hosts) as made:
+            yield made
+    except TestBedError as exc:
+        pytest.skip(str(exc))
 
 
 def rsh(argv: list[str]) -> int:
