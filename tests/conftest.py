@@ -7,8 +7,10 @@ listen on the bridge, and a test's "shared-memory" variant runs with RMA_TRANSPO
 memory among the ranks of each host, libfabric between hosts). ./dev.sh test runs the
 cross-host suites so at 2 hosts (x 2 ranks at 4 ranks) and 3 hosts (x 1 rank at 3 ranks).
 Tests not marked rma (those that start their own processes) are left out then: nothing of
-theirs moves to the test bed. Where no test bed can be made (not root, namespaces refused),
-the session stops with the reason (`python tests/testbed.py` tells beforehand).
+theirs moves to the test bed. ``--testbed-spanning`` also leaves out the variants of fewer ranks
+than hosts, which place their ranks as on a smaller test bed. Where no test bed can be made (not
+root, namespaces refused), the session stops with the reason (`python tests/testbed.py` tells
+beforehand).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # testbed.py, for the tests that make hosts themselves
 
+from rma.pytest_plugin.marker import item_request  # noqa: E402
 from testbed import TestBed, TestBedError  # noqa: E402
 
 _bed_key = pytest.StashKey[TestBed]()
@@ -33,6 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="run the ranks of rma tests across N hosts of a namespace test bed (needs root)",
     )
+    parser.addoption(
+        "--testbed-spanning",
+        action="store_true",
+        help="with --testbed-hosts N: only the variants of N ranks or more, whose ranks reach every host",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "racy: the test makes conflicting accesses on purpose, which RMA_CHECK rightly reports; "
         "the suite's pass under RMA_CHECK=1 (./dev.sh test) leaves it out",
+    )
+    config.addinivalue_line(
+        "markers",
+        "slow: the test takes seconds (deadlines, contention, idle measures); ./dev.sh check leaves it out",
     )
     hosts = config.getoption("testbed_hosts")
     if hosts:
@@ -52,8 +64,20 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.stash.get(_bed_key, None) is None:
         return
-    placed = [item for item in items if item.get_closest_marker("rma") is not None]
-    left_out = [item for item in items if item.get_closest_marker("rma") is None]
+    spanning = config.getoption("testbed_spanning")
+    hosts = len(config.stash[_bed_key].hosts)
+
+    def placed_here(item: pytest.Item) -> bool:
+        marker = item.get_closest_marker("rma")
+        if marker is None:
+            return False
+        # (With --testbed-spanning, a variant of fewer ranks than hosts places its ranks as a
+        # test bed of fewer hosts does: ./dev.sh test runs those on its bed of 2 hosts.)
+        return not spanning or item_request(item, marker)[0] >= hosts
+
+    placed, left_out = [], []
+    for item in items:
+        (placed if placed_here(item) else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = placed
