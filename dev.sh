@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Set up rma from a fresh clone and run it:
 #   ./dev.sh demo   install what is needed, then run the 4-rank bulletin-board demo
-#   ./dev.sh test   install what is needed, then lint, build the docs, run the C++ unit tests under
-#                   AddressSanitizer and UndefinedBehaviorSanitizer, the pytest suite, its window
-#                   and message suites again through libfabric and again across the hosts of a
+#   ./dev.sh check  the inner loop, a few minutes: lint, the C++ unit tests under AddressSanitizer
+#                   and UndefinedBehaviorSanitizer, the window, message and facade suites but their
+#                   tests marked slow; stops at the first failure
+#   ./dev.sh test   install what is needed, then lint, build the docs, build the extension with
+#                   the sanitizers and run the C++ unit tests, the pytest suite, its window and
+#                   message suites again through libfabric and again across the hosts of a
 #                   namespace test bed (as root; on 2 hosts under RMA_CHECK=1), and the suite once
-#                   more against an extension built with the sanitizers (what CI runs)
+#                   more against the sanitized extension (what CI runs); with pytest arguments,
+#                   only the pytest suite
 #   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh docs   build the documentation site (docs/, Sphinx) into docs/_build/html, warnings
@@ -66,13 +70,18 @@ test_packages() {
 }
 
 cpp_tests() {
-  # The core alone, built with sanitizers; its unit tests fork real ranks over shm and tcp.
+  # The core's unit tests (tests/cpp), built with the sanitizers in build directory $1; they fork
+  # real ranks over shm and tcp.
+  (cd "$1" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$VENV/bin/ctest" --output-on-failure --timeout 300)
+}
+
+quick_cpp_build() {
+  # The core alone with its unit tests, sanitized (./dev.sh check): rebuilt incrementally.
   local build=build/sanitize
   "$VENV/bin/cmake" -S . -B "$build" -G Ninja -DCMAKE_MAKE_PROGRAM="$VENV/bin/ninja" \
     -DCMAKE_BUILD_TYPE=Debug -DRMA_BUILD_PYTHON=OFF -DRMA_BUILD_TESTS=ON -DRMA_SANITIZE=ON >/dev/null
   "$VENV/bin/cmake" --build "$build" >/dev/null
-  (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$VENV/bin/ctest" --output-on-failure --timeout 300)
 }
 
 # The C++ sources clang-format checks, NUL-separated.
@@ -100,17 +109,26 @@ format() {
   cpp_files | xargs -0 "$VENV/bin/clang-format" -i
 }
 
+ASAN_VENV="$PWD/.venv-asan"
+ASAN_BUILD=build/asan
+
+asan_build() {
+  # The extension built with AddressSanitizer and UndefinedBehaviorSanitizer (Debug), installed
+  # (not editable) into a venv of its own; the same build makes the core's unit tests
+  # (RMA_BUILD_TESTS), so that the sanitized core is compiled once for both.
+  [ -x "$ASAN_VENV/bin/python" ] || python3 -m venv "$ASAN_VENV"
+  "$ASAN_VENV/bin/python" -m pip install -q --upgrade pip
+  echo "dev.sh: building rma and the core's unit tests with AddressSanitizer into $ASAN_VENV and $ASAN_BUILD"
+  "$ASAN_VENV/bin/python" -m pip install -q ".[test]" --config-settings=build-dir="$ASAN_BUILD" \
+    --config-settings=cmake.define.RMA_SANITIZE=ON --config-settings=cmake.define.RMA_BUILD_TESTS=ON \
+    --config-settings=cmake.build-type=Debug
+}
+
 asan_suite() {
-  # The Python suite once more against an extension built with AddressSanitizer and
-  # UndefinedBehaviorSanitizer (Debug), installed (not editable) into a venv of its own. Python
-  # itself is not instrumented: the sanitizers' runtimes are preloaded, leak checks are off
-  # (the interpreter keeps memory until exit on purpose), and any other finding ends the rank.
-  local venv="$PWD/.venv-asan"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  echo "dev.sh: building rma with AddressSanitizer into $venv"
-  "$venv/bin/python" -m pip install -q ".[test]" --config-settings=build-dir=build/asan \
-    --config-settings=cmake.define.RMA_SANITIZE=ON --config-settings=cmake.build-type=Debug
+  # The Python suite once more against the sanitized extension (asan_build). Python itself is
+  # not instrumented: the sanitizers' runtimes are preloaded, leak checks are off (the
+  # interpreter keeps memory until exit on purpose), and any other finding ends the rank.
+  local venv="$ASAN_VENV"
   local preload
   preload="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
   echo "dev.sh: the Python suite against the sanitized extension"
@@ -140,6 +158,12 @@ shm_files() {
   ls /dev/shm 2>/dev/null | grep -E '^rma-|^[0-9]+(-rma-|:)' | sort || true
 }
 
+# The suites of ./dev.sh check: the calls, the epochs, the messages and the mpi4py facade, on
+# pools of ranks kept between tests. Left out: the suites whose tests start jobs of their own
+# (the checker's, the launchers', deaths, hostile processes) or fetch another project's tests.
+QUICK_SUITES="tests/test_window.py tests/test_comm.py tests/test_pscw.py tests/test_passive.py tests/test_direct_calls.py
+  tests/test_window_entrance.py tests/test_shared.py tests/test_compat.py"
+
 # The suites whose tests run again with their ranks across the hosts of a test bed.
 CROSS_HOST_SUITES="tests/test_comm.py tests/test_comm_more.py tests/test_shared_collectives.py tests/test_window.py tests/test_pscw.py
   tests/test_passive.py tests/test_direct_calls.py tests/test_window_entrance.py tests/test_mixed_windows.py"
@@ -162,12 +186,27 @@ case "${1:-}" in
     [ -x "$VENV/bin/sphinx-build" ] || setup
     docs
     ;;
+  check)
+    # The inner loop (minutes): lint, the core's unit tests under the sanitizers (an incremental
+    # build of build/sanitize), and the Python tests not marked slow, stopping at the first
+    # failure. Arguments go on to pytest.
+    [ -x "$VENV/bin/ruff" ] || setup
+    lint
+    quick_cpp_build
+    cpp_tests build/sanitize
+    PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" -x -m "not slow" \
+      $QUICK_SUITES "${@:2}"
+    ;;
   test)
     setup
     test_packages
+    # The cheap checks first, then the passes from the one most likely to fail to the least.
     lint
     docs
-    cpp_tests
+    if [ $# -le 1 ]; then
+      asan_build
+      cpp_tests "$ASAN_BUILD"
+    fi
     shm_before=$(shm_files)
     PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
     if [ $# -le 1 ]; then
@@ -192,14 +231,15 @@ case "${1:-}" in
       # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.
       # The pass on 2 hosts runs under RMA_CHECK=1: every call of those suites, on both
       # transports, goes through the conflict checker, which must find nothing in them (the
-      # tests marked racy make conflicting calls on purpose: left out).
+      # tests marked racy make conflicting calls on purpose: left out). The pass on 3 hosts
+      # runs the variants of 3 ranks or more (--testbed-spanning): fewer ranks place as on 2.
       if why=$("$PY" tests/testbed.py); then
         echo "dev.sh: the cross-host suites on a test bed of 2 hosts, under RMA_CHECK=1"
         RMA_CHECK=1 PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
           --testbed-hosts 2 -k "not libfabric-shm" -m "not racy" $CROSS_HOST_SUITES
-        echo "dev.sh: the cross-host suites on a test bed of 3 hosts"
+        echo "dev.sh: the cross-host suites on a test bed of 3 hosts, their variants of 3 ranks or more"
         PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
-          --testbed-hosts 3 -k "not libfabric-shm" $CROSS_HOST_SUITES
+          --testbed-hosts 3 --testbed-spanning -k "not libfabric-shm" $CROSS_HOST_SUITES
       else
         echo "dev.sh: skipping the cross-host suites: $why"
       fi
@@ -223,7 +263,7 @@ case "${1:-}" in
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] | setup" >&2
+    echo "usage: ./dev.sh demo | check [pytest args] | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] | setup" >&2
     exit 2
     ;;
 esac

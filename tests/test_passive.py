@@ -15,6 +15,7 @@ SEVERAL = dict(nprocs=[3, 4], transports=["shared-memory", "libfabric"], provide
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bulletin_board.py")
 
 
+@pytest.mark.slow
 @pytest.mark.rma(nprocs=8, transports=["shared-memory", "libfabric"], providers=["shm", "tcp"], timeout=120)
 def test_exclusive_lock_counter_contention(comm):
     # A read-modify-write that is not atomic by itself: only the lock makes the total exact.
@@ -319,6 +320,7 @@ def test_bulletin_board_example(ranks, provider):
     assert "torn records: 0; lost posts: 0" in out.stdout and "bulletin board: OK" in out.stdout
 
 
+@pytest.mark.slow
 def test_a_lock_request_given_up_at_the_deadline_is_handed_back():
     code = """
 import time, numpy as np, rma

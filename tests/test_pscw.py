@@ -243,6 +243,7 @@ def run_job(code, size=2, timeout="2"):
     )
 
 
+@pytest.mark.slow
 def test_a_deadlock_the_user_wrote_raises_after_the_deadline():
     # spec/003 figure 33: rank 1 waits for rank 0's complete, rank 0 waits in recv for rank 1.
     out = run_job("""
@@ -268,6 +269,7 @@ def test_a_deadlock_the_user_wrote_raises_after_the_deadline():
     assert "origin: rma: rank 0: comm.recv (waiting for rank 1, tag 0) did not finish" in out.stdout
 
 
+@pytest.mark.slow
 def test_post_and_start_swapped_on_both_ranks_raises_after_the_deadline():
     out = run_job("""
         import numpy as np, rma

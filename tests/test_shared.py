@@ -91,6 +91,7 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("RMA_TRANSPORT") == "libfabric", reason="libfabric windows' waits poll the fabric")
 @pytest.mark.rma(nprocs=8, timeout=60)
 @pytest.mark.parametrize("waiting_in", ["lock", "wait", "wait_until"])
