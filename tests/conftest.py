@@ -22,7 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # testbed.py, for the tests that make hosts themselves
 
-from rma.pytest_plugin.marker import item_request  # noqa: E402
+from rma.pytest_plugin.marker import PARAM, item_request  # noqa: E402
 from testbed import TestBed, TestBedError  # noqa: E402
 
 _bed_key = pytest.StashKey[TestBed]()
@@ -40,6 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--testbed-spanning",
         action="store_true",
         help="with --testbed-hosts N: only the variants of N ranks or more, whose ranks reach every host",
+    )
+    parser.addoption(
+        "--rma-size-sample",
+        action="store_true",
+        help="of a test run at several rank counts, only the largest and one other, taken in turn",
     )
 
 
@@ -62,25 +67,51 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.stash.get(_bed_key, None) is None:
-        return
-    spanning = config.getoption("testbed_spanning")
-    hosts = len(config.stash[_bed_key].hosts)
-
-    def placed_here(item: pytest.Item) -> bool:
-        marker = item.get_closest_marker("rma")
-        if marker is None:
-            return False
-        # (With --testbed-spanning, a variant of fewer ranks than hosts places its ranks as a
-        # test bed of fewer hosts does: ./dev.sh test runs those on its bed of 2 hosts.)
-        return not spanning or item_request(item, marker)[0] >= hosts
-
-    placed, left_out = [], []
-    for item in items:
-        (placed if placed_here(item) else left_out).append(item)
+    keep = _placed_on_the_test_bed(config, items)
+    if config.getoption("rma_size_sample"):
+        keep &= _sampled_sizes(items)
+    left_out = [item for item in items if item not in keep]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
-        items[:] = placed
+        items[:] = [item for item in items if item in keep]
+
+
+def _placed_on_the_test_bed(config: pytest.Config, items: list[pytest.Item]) -> set[pytest.Item]:
+    """Without a test bed, every test; with one, the rma tests (their ranks move to the hosts),
+    and under --testbed-spanning only their variants of as many ranks as hosts or more (fewer
+    place their ranks as a smaller test bed does: ./dev.sh test runs those on its bed of 2)."""
+    bed = config.stash.get(_bed_key, None)
+    if bed is None:
+        return set(items)
+    least = len(bed.hosts) if config.getoption("testbed_spanning") else 1
+    return {
+        item
+        for item in items
+        if (marker := item.get_closest_marker("rma")) is not None and item_request(item, marker)[0] >= least
+    }
+
+
+def _sampled_sizes(items: list[pytest.Item]) -> set[pytest.Item]:
+    """--rma-size-sample: of each rma test run at several rank counts (the same function, data
+    path and other parameters), its largest count and one other, the other taken in turn from
+    test to test, so that every count still runs in some tests. (The ASan pass: its question is
+    memory, which the code paths answer more than the rank counts.)"""
+    groups: dict[tuple, list[tuple[int, pytest.Item]]] = {}
+    kept = set()
+    for item in items:
+        marker = item.get_closest_marker("rma")
+        if marker is None:
+            kept.add(item)
+            continue
+        nprocs, variant, _ = item_request(item, marker)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        others = repr(sorted((k, repr(v)) for k, v in params.items() if k != PARAM))
+        groups.setdefault((item.module.__name__, item.originalname, variant, others), []).append((nprocs, item))
+    for turn, members in enumerate(groups.values()):
+        sizes = sorted({nprocs for nprocs, _ in members})
+        chosen = {sizes[-1]} if len(sizes) == 1 else {sizes[-1], sizes[turn % (len(sizes) - 1)]}
+        kept.update(item for nprocs, item in members if nprocs in chosen)
+    return kept
 
 
 @pytest.hookimpl(trylast=True)
