@@ -17,8 +17,8 @@
 #include <set>
 #include <thread>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 #include "fabric/check.hpp"
 #include "fork_job.hpp"
 #include "runtime/fabric_endpoint.hpp"

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 
 namespace {
 using rma::ActiveMessage;

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "base/errors.hpp"
+#include "base/peer_status.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "runtime/peer_status.hpp"
 
 namespace {
 using rma::FragmentHeader;

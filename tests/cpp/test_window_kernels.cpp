@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 #include "window/reduce.hpp"
 #include "window/region.hpp"
 

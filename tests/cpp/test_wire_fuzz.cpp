@@ -8,12 +8,12 @@
 #include <memory>
 #include <random>
 
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 #include "check.hpp"
 #include "check/access.hpp"
-#include "errors.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/wire.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/reduce.hpp"
 #include "window/region.hpp"

@@ -17,7 +17,7 @@
 #include <memory>
 #include <mutex>
 
-#include "runtime/bell.hpp"
+#include "base/bell.hpp"
 #include "runtime/shared_barrier.hpp"
 
 namespace rma {

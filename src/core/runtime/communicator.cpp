@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/peer_read_allreduce.hpp"
 #include "runtime/runtime.hpp"
 

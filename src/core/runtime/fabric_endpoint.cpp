@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "fabric/check.hpp"
 
 namespace rma {

@@ -22,10 +22,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/transport.hpp"
 #include "fabric/handles.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/message_router.hpp"
-#include "runtime/transport.hpp"
 
 namespace rma {
 

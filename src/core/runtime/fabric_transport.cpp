@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/fabric_endpoint.hpp"
 #include "runtime/fabric_watcher.hpp"
 #include "runtime/inbox_link.hpp"

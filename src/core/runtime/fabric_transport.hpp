@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/transport.hpp"
+#include "base/transport.hpp"
 
 namespace rma {
 

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

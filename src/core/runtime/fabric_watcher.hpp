@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/bell.hpp"
+#include "base/bell.hpp"
 
 namespace rma {
 

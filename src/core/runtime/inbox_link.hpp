@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "base/topology.hpp"
+#include "base/transport.hpp"
 #include "runtime/barrier_board.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/message_router.hpp"
 #include "runtime/shm_inbox.hpp"
-#include "runtime/topology.hpp"
-#include "runtime/transport.hpp"
 
 namespace rma {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

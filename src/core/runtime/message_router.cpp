@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "base/transport.hpp"
 #include "runtime/message_assembler.hpp"
-#include "runtime/transport.hpp"
 
 namespace rma {
 

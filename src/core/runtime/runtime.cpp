@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/fabric_transport.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <sched.h>
 
-#include "runtime/transport.hpp"
+#include "base/transport.hpp"
 
 namespace rma {
 

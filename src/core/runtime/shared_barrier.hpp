@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bell.hpp"
-#include "runtime/waiting.hpp"
+#include "base/bell.hpp"
+#include "base/waiting.hpp"
 
 namespace rma {
 

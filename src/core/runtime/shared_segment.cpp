@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "errors.hpp"
-#include "runtime/interrupts.hpp"
-#include "runtime/system_limits.hpp"
+#include "base/errors.hpp"
+#include "base/interrupts.hpp"
+#include "base/system_limits.hpp"
 
 namespace rma {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bell.hpp"
+#include "base/bell.hpp"
 #include "runtime/shared_segment.hpp"
 
 namespace rma {

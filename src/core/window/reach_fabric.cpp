@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/wire.hpp"
 #include "window/window.hpp"  // the window message ids
 
 namespace rma {

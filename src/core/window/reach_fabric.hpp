@@ -15,8 +15,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/transport.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/transport.hpp"
 #include "window/reach.hpp"
 
 namespace rma {

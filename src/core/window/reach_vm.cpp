@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "window/reach.hpp"
 
 namespace rma {

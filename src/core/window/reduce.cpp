@@ -7,7 +7,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "errors.hpp"
-#include "runtime/wire.hpp"
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 
 namespace rma {
 

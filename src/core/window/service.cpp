@@ -5,9 +5,9 @@
 // message to its window by the id it starts with.
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/wire.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/shared_control.hpp"
 #include "window/sync.hpp"

@@ -2,9 +2,9 @@
 // RMA_TRANSPORT=libfabric): the fence is the communicator's barrier, notices are messages
 // that the receiver's progress engine counts, and each rank's progress engine keeps the lock
 // queue of its own window and answers requests with grants.
-#include "errors.hpp"
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/wire.hpp"
 #include "window/sync.hpp"
 #include "window/window.hpp"  // the window message ids
 

@@ -1,7 +1,7 @@
 // Synchronization of a window whose ranks are all on this host, through their control blocks
 // (window/shared_control.hpp): no message and no progress thread in between, so a fence or a
 // lock costs what the atomics cost, and a wait sleeps on this rank's bell.
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/epochs.hpp"
 #include "window/shared_control.hpp"

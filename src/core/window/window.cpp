@@ -9,7 +9,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/reach_mapped.hpp"

@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/transport.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/shared_segment.hpp"
-#include "runtime/transport.hpp"
 #include "window/control_pool.hpp"
 #include "window/creation_failure.hpp"
 #include "window/epochs.hpp"

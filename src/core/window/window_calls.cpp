@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/reach_mapped.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/sync.hpp"

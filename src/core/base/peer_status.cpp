@@ -1,6 +1,6 @@
-#include "runtime/peer_status.hpp"
+#include "base/peer_status.hpp"
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma::wire {
 

@@ -1,4 +1,4 @@
-#include "runtime/system_limits.hpp"
+#include "base/system_limits.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include "runtime/malloc_tuning.hpp"
+#include "base/malloc_tuning.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -1,12 +1,12 @@
-#include "runtime/transport.hpp"
+#include "base/transport.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <utility>
 
-#include "errors.hpp"
-#include "runtime/interrupts.hpp"
+#include "base/errors.hpp"
+#include "base/interrupts.hpp"
 
 namespace rma {
 

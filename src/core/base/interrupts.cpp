@@ -1,4 +1,4 @@
-#include "runtime/interrupts.hpp"
+#include "base/interrupts.hpp"
 
 #include <signal.h>
 

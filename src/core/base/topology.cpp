@@ -1,8 +1,8 @@
-#include "runtime/topology.hpp"
+#include "base/topology.hpp"
 
 #include <map>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

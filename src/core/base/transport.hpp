@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bell.hpp"
-#include "runtime/peer_status.hpp"
-#include "runtime/topology.hpp"
-#include "runtime/waiting.hpp"
+#include "base/bell.hpp"
+#include "base/peer_status.hpp"
+#include "base/topology.hpp"
+#include "base/waiting.hpp"
 
 namespace rma {
 

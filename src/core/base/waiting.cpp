@@ -1,4 +1,4 @@
-#include "runtime/waiting.hpp"
+#include "base/waiting.hpp"
 
 #include <sched.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/bell.hpp"
+#include "base/bell.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
