@@ -7,8 +7,8 @@
 
 #include "base/errors.hpp"
 #include "check.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
 
 namespace {
 using rma::ElementType;

@@ -12,11 +12,11 @@
 #include "base/wire.hpp"
 #include "check.hpp"
 #include "check/access.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
 #include "runtime/message_assembler.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
 #include "window/window.hpp"
 
 namespace {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "elements/reduce.hpp"
 #include "runtime/barrier_board.hpp"
 #include "runtime/message_matcher.hpp"
 #include "runtime/shared_barrier.hpp"
 #include "runtime/shared_exchange.hpp"
-#include "window/reduce.hpp"
 
 namespace rma {
 

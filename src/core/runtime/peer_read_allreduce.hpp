@@ -19,8 +19,8 @@
 #include <span>
 #include <vector>
 
+#include "elements/reduce.hpp"
 #include "runtime/shared_exchange.hpp"
-#include "window/reduce.hpp"
 
 namespace rma {
 

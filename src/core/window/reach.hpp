@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
 #include "runtime/shared_segment.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
 
 namespace rma {
 

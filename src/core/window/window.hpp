@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "base/transport.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/shared_segment.hpp"
 #include "window/control_pool.hpp"
@@ -29,8 +31,6 @@
 #include "window/epochs.hpp"
 #include "window/lock_queue.hpp"
 #include "window/reach.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
 #include "window/segment_pool.hpp"
 #include "window/window_messages.hpp"
 

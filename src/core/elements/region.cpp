@@ -1,4 +1,4 @@
-#include "window/region.hpp"
+#include "elements/region.hpp"
 
 #include <cstring>
 

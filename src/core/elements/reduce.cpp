@@ -1,4 +1,4 @@
-#include "window/reduce.hpp"
+#include "elements/reduce.hpp"
 
 #include <algorithm>
 #include <atomic>
