@@ -1,5 +1,5 @@
 // Reassembly and ordering of active-message fragments, without any fabric.
-#include "runtime/message_assembler.hpp"
+#include "messages/message_assembler.hpp"
 
 #include <cstring>
 

@@ -2,7 +2,7 @@
 // sequence number only when its first fragment is committed, so a send refused before that
 // leaves no gap at the receiver (which hands messages on strictly in order); a broken route
 // refuses every later message to its rank, and only to it.
-#include "runtime/message_router.hpp"
+#include "messages/message_router.hpp"
 
 #include <string>
 

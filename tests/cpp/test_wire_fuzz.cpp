@@ -14,7 +14,7 @@
 #include "check/access.hpp"
 #include "elements/reduce.hpp"
 #include "elements/region.hpp"
-#include "runtime/message_assembler.hpp"
+#include "messages/message_assembler.hpp"
 #include "runtime/runtime.hpp"
 #include "window/reach_fabric.hpp"
 #include "window/window.hpp"

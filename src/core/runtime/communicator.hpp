@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "elements/reduce.hpp"
+#include "messages/message_matcher.hpp"
 #include "runtime/barrier_board.hpp"
-#include "runtime/message_matcher.hpp"
 #include "runtime/shared_barrier.hpp"
 #include "runtime/shared_exchange.hpp"
 

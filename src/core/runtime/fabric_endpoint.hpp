@@ -24,8 +24,8 @@
 
 #include "base/transport.hpp"
 #include "fabric/handles.hpp"
-#include "runtime/message_assembler.hpp"
-#include "runtime/message_router.hpp"
+#include "messages/message_assembler.hpp"
+#include "messages/message_router.hpp"
 
 namespace rma {
 

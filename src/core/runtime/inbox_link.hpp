@@ -12,9 +12,9 @@
 
 #include "base/topology.hpp"
 #include "base/transport.hpp"
+#include "messages/message_assembler.hpp"
+#include "messages/message_router.hpp"
 #include "runtime/barrier_board.hpp"
-#include "runtime/message_assembler.hpp"
-#include "runtime/message_router.hpp"
 #include "runtime/shm_inbox.hpp"
 
 namespace rma {

@@ -15,7 +15,7 @@
 
 #include "base/topology.hpp"
 #include "base/transport.hpp"
-#include "runtime/message_matcher.hpp"
+#include "messages/message_matcher.hpp"
 #include "runtime/progress_engine.hpp"
 
 namespace rma {

@@ -1,4 +1,4 @@
-#include "runtime/message_matcher.hpp"
+#include "messages/message_matcher.hpp"
 
 #include <algorithm>
 #include <iterator>

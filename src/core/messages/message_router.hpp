@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "base/transport.hpp"
-#include "runtime/message_assembler.hpp"
+#include "messages/message_assembler.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "runtime/message_assembler.hpp"
+#include "messages/message_assembler.hpp"
 
 #include <algorithm>
 #include <cstring>

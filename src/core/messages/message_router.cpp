@@ -1,4 +1,4 @@
-#include "runtime/message_router.hpp"
+#include "messages/message_router.hpp"
 
 #include <cstdio>
 #include <cstring>
