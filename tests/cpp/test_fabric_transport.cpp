@@ -21,9 +21,9 @@
 #include "check.hpp"
 #include "fabric/check.hpp"
 #include "fork_job.hpp"
+#include "host/shm_inbox.hpp"
 #include "runtime/fabric_endpoint.hpp"
 #include "runtime/progress_engine.hpp"
-#include "runtime/shm_inbox.hpp"
 
 namespace {
 using rma::Deadline;

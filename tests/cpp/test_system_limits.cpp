@@ -16,7 +16,7 @@
 
 #include "base/errors.hpp"
 #include "check.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;

@@ -151,7 +151,7 @@ class Transport {
    public:
     explicit Polling(Transport& transport) : Counting(transport.polling_callers_) {}
   };
-  // The barrier board of `rank` (runtime/barrier_board.hpp; this rank's own too) when the
+  // The barrier board of `rank` (host/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
   // (then communicators meet through messages).
   virtual std::shared_ptr<BarrierBoard> barrier_board(int /*rank*/) { return nullptr; }

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "base/errors.hpp"
-#include "runtime/peer_read_allreduce.hpp"
+#include "host/peer_read_allreduce.hpp"
 #include "runtime/runtime.hpp"
 
 namespace rma {

@@ -7,10 +7,10 @@
 #include <algorithm>
 
 #include "base/errors.hpp"
+#include "host/inbox_link.hpp"
 #include "messages/message_router.hpp"
 #include "runtime/fabric_endpoint.hpp"
 #include "runtime/fabric_watcher.hpp"
-#include "runtime/inbox_link.hpp"
 
 namespace rma {
 

@@ -22,7 +22,7 @@
 
 #include "elements/reduce.hpp"
 #include "elements/region.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 namespace rma {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 #include "window/reach.hpp"
 #include "window/shared_control.hpp"
 

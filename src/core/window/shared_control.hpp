@@ -15,8 +15,8 @@
 
 #include "base/bell.hpp"
 #include "base/waiting.hpp"
-#include "runtime/shared_barrier.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/shared_barrier.hpp"
+#include "host/shared_segment.hpp"
 #include "window/lock_queue.hpp"
 
 namespace rma {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "base/bell.hpp"
+#include "host/shared_segment.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/shared_segment.hpp"
 #include "window/lock_queue.hpp"
 #include "window/reach.hpp"
 

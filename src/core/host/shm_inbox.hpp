@@ -1,5 +1,5 @@
 // A rank's inbox in shared memory: one ring of message fragments per source rank of its host,
-// the rank's bells, and its barrier board (runtime/barrier_board.hpp). Peers on the same host
+// the rank's bells, and its barrier board (host/barrier_board.hpp). Peers on the same host
 // send active messages by copying fragments into the ring (single producer: the source; single
 // consumer: the owner) and ringing the bell; the owner's progress takes them out and hands them
 // to the message assembler like fragments that came through libfabric. No provider, no
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/bell.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 namespace rma {
 

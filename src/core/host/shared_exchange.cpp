@@ -1,4 +1,4 @@
-#include "runtime/shared_exchange.hpp"
+#include "host/shared_exchange.hpp"
 
 #include <algorithm>
 #include <cstring>

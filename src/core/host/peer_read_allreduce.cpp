@@ -1,4 +1,4 @@
-#include "runtime/peer_read_allreduce.hpp"
+#include "host/peer_read_allreduce.hpp"
 
 #include <sys/uio.h>
 #include <unistd.h>

@@ -12,10 +12,10 @@
 
 #include "base/topology.hpp"
 #include "base/transport.hpp"
+#include "host/barrier_board.hpp"
+#include "host/shm_inbox.hpp"
 #include "messages/message_assembler.hpp"
 #include "messages/message_router.hpp"
-#include "runtime/barrier_board.hpp"
-#include "runtime/shm_inbox.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 namespace rma {
 

@@ -6,7 +6,7 @@
 // rank count. Through messages, each byte is copied into and out of an inbox at every step, and
 // every step is a hop (measured on 2 cores at 4 ranks, 4 KiB: 13 us against 33 us).
 //
-// Rounds of the communicator's shared exchange (runtime/shared_exchange.hpp) order it: the
+// Rounds of the communicator's shared exchange (host/shared_exchange.hpp) order it: the
 // first carries where each rank's arrays are (the note below); with shares, the next says every
 // share is made; the last says that every rank has read what it needed, so no array goes away
 // while another rank reads it. Where the kernel refuses a read (its ptrace rules), the rounds
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "elements/reduce.hpp"
-#include "runtime/shared_exchange.hpp"
+#include "host/shared_exchange.hpp"
 
 namespace rma {
 

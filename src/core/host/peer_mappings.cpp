@@ -1,4 +1,4 @@
-#include "runtime/peer_mappings.hpp"
+#include "host/peer_mappings.hpp"
 
 namespace rma {
 

@@ -1,12 +1,12 @@
-// A rank's board of barrier slots, in its shared-memory inbox (runtime/shm_inbox.hpp), which
+// A rank's board of barrier slots, in its shared-memory inbox (host/shm_inbox.hpp), which
 // every rank of its host maps. The barrier of a communicator whose members all share a host
 // lives in a slot of its rank 0's board (the round and every member's word of a
-// runtime/shared_barrier.hpp barrier), so a communicator needs no shared segment of its own
+// host/shared_barrier.hpp barrier), so a communicator needs no shared segment of its own
 // and costs nothing to make: the world's barrier is slot 0 of world rank 0's board; every other
 // communicator takes a slot its rank 0 offered while it was made (Communicator::split), and
 // gives it back when its rank 0 drops it.
 //
-// A slot also holds two cells per member for the small collectives (runtime/shared_exchange.hpp):
+// A slot also holds two cells per member for the small collectives (host/shared_exchange.hpp):
 // a member writes its contribution into its cell, passes the barrier, and reads everyone's.
 #pragma once
 
@@ -18,7 +18,7 @@
 #include <mutex>
 
 #include "base/bell.hpp"
-#include "runtime/shared_barrier.hpp"
+#include "host/shared_barrier.hpp"
 
 namespace rma {
 

@@ -11,7 +11,7 @@
 // 0.14-0.17 us with a word each).
 //
 // It is the rule of a shared window's fence (window/shared_control.hpp) and of the barrier of
-// a communicator whose members share a host (runtime/barrier_board.hpp); the words live where
+// a communicator whose members share a host (host/barrier_board.hpp); the words live where
 // each of them keeps its shared state.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "runtime/shared_barrier.hpp"
+#include "host/shared_barrier.hpp"
 
 #include <sched.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/inbox_link.hpp"
+#include "host/inbox_link.hpp"
 
 #include <cstring>
 

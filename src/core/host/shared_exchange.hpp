@@ -1,6 +1,6 @@
 // The small collectives of a communicator whose members share a host, in shared memory: every
 // member writes its contribution into its cell of the communicator's barrier slot
-// (runtime/barrier_board.hpp), passes the barrier, and reads every member's cell. One barrier
+// (host/barrier_board.hpp), passes the barrier, and reads every member's cell. One barrier
 // and no message: an allgather, allreduce or alltoall of a few values costs about what a barrier
 // costs, where messages cost a hop through the inboxes for each step.
 //
@@ -19,8 +19,8 @@
 #include <span>
 #include <vector>
 
-#include "runtime/barrier_board.hpp"
-#include "runtime/shared_barrier.hpp"
+#include "host/barrier_board.hpp"
+#include "host/shared_barrier.hpp"
 
 namespace rma {
 

@@ -1,9 +1,9 @@
-#include "runtime/shm_inbox.hpp"
+#include "host/shm_inbox.hpp"
 
 #include <cstring>
 #include <new>
 
-#include "runtime/barrier_board.hpp"
+#include "host/barrier_board.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "runtime/barrier_board.hpp"
+#include "host/barrier_board.hpp"
 
 namespace rma {
 
