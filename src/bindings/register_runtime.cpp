@@ -3,8 +3,8 @@
 
 #include "base/interrupts.hpp"
 #include "base/malloc_tuning.hpp"
+#include "fabric/provider_info.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/provider_info.hpp"
 #include "runtime/runtime.hpp"
 
 namespace py = pybind11;

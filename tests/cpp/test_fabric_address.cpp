@@ -5,7 +5,7 @@
 
 #include "base/errors.hpp"
 #include "check.hpp"
-#include "runtime/fabric_transport.hpp"
+#include "fabric/fabric_transport.hpp"
 
 namespace {
 using rma::FabricAddress;

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "base/errors.hpp"
+#include "fabric/fabric_transport.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/fabric_transport.hpp"
 
 namespace rma {
 

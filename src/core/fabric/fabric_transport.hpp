@@ -22,7 +22,7 @@ struct FabricOptions {
   bool inbox_messages = true;
   // Open the completion queue with a wait fd (providers that have one: not shm), so that an
   // idle rank with peers on other hosts sleeps until the network brings something
-  // (runtime/fabric_watcher.hpp). It costs the provider a signal per completion: about 10 us
+  // (fabric/fabric_watcher.hpp). It costs the provider a signal per completion: about 10 us
   // more per message round trip over tcp, so only jobs that span hosts ask for it.
   bool fabric_sleep = false;
   // Connect across hosts even when the provider cannot tell a message's source (FI_SOURCE):

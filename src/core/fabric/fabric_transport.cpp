@@ -2,15 +2,15 @@
 // messages to other hosts, the inbox link (inbox_link.hpp) for messages to the ranks of this
 // host, and the router (message_router.hpp) that numbers messages and hands arrived ones to
 // their handlers.
-#include "runtime/fabric_transport.hpp"
+#include "fabric/fabric_transport.hpp"
 
 #include <algorithm>
 
 #include "base/errors.hpp"
+#include "fabric/fabric_endpoint.hpp"
+#include "fabric/fabric_watcher.hpp"
 #include "host/inbox_link.hpp"
 #include "messages/message_router.hpp"
-#include "runtime/fabric_endpoint.hpp"
-#include "runtime/fabric_watcher.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "runtime/fabric_endpoint.hpp"
+#include "fabric/fabric_endpoint.hpp"
 
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>

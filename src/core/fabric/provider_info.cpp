@@ -1,10 +1,10 @@
-#include "runtime/provider_info.hpp"
+#include "fabric/provider_info.hpp"
 
 #include <rdma/fabric.h>
 
 #include <algorithm>
 
-#include "runtime/fabric_endpoint.hpp"
+#include "fabric/fabric_endpoint.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "runtime/fabric_watcher.hpp"
+#include "fabric/fabric_watcher.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
