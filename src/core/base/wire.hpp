@@ -19,6 +19,12 @@ void append(std::vector<std::byte>& out, T value) {
   out.insert(out.end(), bytes, bytes + sizeof value);
 }
 
+// Appends the `length` bytes at data.
+inline void append_bytes(std::vector<std::byte>& out, const void* data, size_t length) {
+  auto bytes = static_cast<const std::byte*>(data);
+  out.insert(out.end(), bytes, bytes + length);
+}
+
 // Reads a T at data[position] and advances position; MalformedMessage if the message is too
 // short.
 template <class T>
