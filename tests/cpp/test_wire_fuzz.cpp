@@ -16,7 +16,7 @@
 #include "elements/region.hpp"
 #include "messages/message_assembler.hpp"
 #include "runtime/runtime.hpp"
-#include "window/reach_fabric.hpp"
+#include "window/route_fabric.hpp"
 #include "window/window.hpp"
 
 namespace {

@@ -1,16 +1,16 @@
 // The target side of a window: what other ranks' requests and notices do here, on the
 // progress engine's thread, one message at a time. Data requests (apply, read, attachments)
 // are served against this rank's memory; notices and lock messages go to the window's
-// MessageSync; replies go to the FabricReach that waits for them. WindowService routes each
+// MessageSync; replies go to the FabricRoute that waits for them. WindowService routes each
 // message to its window by the id it starts with.
 #include <cstring>
 
 #include "base/errors.hpp"
 #include "base/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "window/reach_fabric.hpp"
+#include "window/route_fabric.hpp"
 #include "window/shared_control.hpp"
-#include "window/sync.hpp"
+#include "window/sync_strategy.hpp"
 #include "window/window.hpp"
 
 namespace rma {
@@ -35,7 +35,7 @@ std::byte* Window::local_address(uint64_t offset) {
 
 namespace {
 void check_apply(Kind kind, ReduceOp op, ElementType type, const Region& region, size_t data_bytes) {
-  // What FabricReach's put, accumulate and compare_and_swap send, and nothing else: the memory
+  // What FabricRoute's put, accumulate and compare_and_swap send, and nothing else: the memory
   // touched is then the region's, which accept() checks against the window.
   if (kind > Kind::CompareSwap || op > ReduceOp::NoOp || type > ElementType::Bytes) {
     throw MalformedMessage("an apply request of an unknown kind, op or element type");
@@ -94,7 +94,7 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
     });
   };
   // Ranks of this host that map this memory apply their accumulates under its accumulate lock
-  // (MappedReach): so does the service, or the two would not be atomic with respect to each
+  // (MappedRoute): so does the service, or the two would not be atomic with respect to each
   // other (one mechanism per target). A put needs no lock.
   if (accumulate_control_ != nullptr && kind != Kind::Copy) {
     accumulate_control_->with_accumulate_lock(rank(), apply);

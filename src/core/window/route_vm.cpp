@@ -10,46 +10,46 @@
 #include <cstring>
 
 #include "base/errors.hpp"
-#include "window/reach.hpp"
+#include "window/route.hpp"
 
 namespace rma {
 
-VmReach::VmReach(std::vector<int> pids, std::vector<uint64_t> bases, Routes& routes, Reach& fallback, Where where)
-    : Reach(true, true),
+VmRoute::VmRoute(std::vector<int> pids, std::vector<uint64_t> bases, Routes& routes, Route& fallback, Where where)
+    : Route(true, true),
       pids_(std::move(pids)),
       bases_(std::move(bases)),
       routes_(routes),
       fallback_(fallback),
       where_(std::move(where)) {}
 
-void VmReach::put(int target, const void* data, const Region& region) {
+void VmRoute::put(int target, const void* data, const Region& region) {
   if (!copy(true, target, const_cast<void*>(data), region)) fallback_.put(target, data, region);
 }
 
-void VmReach::get(int target, void* out, const Region& region) {
+void VmRoute::get(int target, void* out, const Region& region) {
   if (!copy(false, target, out, region)) fallback_.get(target, out, region);
 }
 
-void VmReach::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data, void* result,
+void VmRoute::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data, void* result,
                          const Region& region) {
   // Atomic with respect to the target's other accumulates only if the target applies them all.
   fallback_.accumulate(call, target, op, type, data, result, region);
 }
 
-void VmReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+void VmRoute::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                                const Region& region) {
   fallback_.compare_and_swap(target, type, data, compare, result, region);
 }
 
-bool VmReach::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
+bool VmRoute::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
   return copy(true, target, const_cast<void*>(data), Region::contiguous(offset, bytes, 1));
 }
 
-bool VmReach::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
+bool VmRoute::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
   return copy(false, target, out, Region::contiguous(offset, bytes, 1));
 }
 
-bool VmReach::copy(bool is_write, int target, void* local, const Region& region) {
+bool VmRoute::copy(bool is_write, int target, void* local, const Region& region) {
   // One syscall for the whole region: the remote side as one iovec per run. The kernel may
   // copy less than asked (a partial copy stops at a fault): go on from where it stopped.
   std::vector<iovec> remote;

@@ -1,4 +1,4 @@
-#include "window/reach_fabric.hpp"
+#include "window/route_fabric.hpp"
 
 #include <cstring>
 
@@ -24,9 +24,9 @@ bool window_wire::covers(const std::vector<std::pair<uint64_t, uint64_t>>& attac
   return false;
 }
 
-FabricReach::FabricReach(std::shared_ptr<Communicator> comm, uint32_t window,
+FabricRoute::FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window,
                          const std::vector<RegionDescriptor>& peers, bool dynamic, Where where)
-    : Reach(false, false),
+    : Route(false, false),
       comm_(std::move(comm)),
       window_(window),
       peers_(peers),
@@ -37,7 +37,7 @@ FabricReach::FabricReach(std::shared_ptr<Communicator> comm, uint32_t window,
   for (size_t r = 0; r < peers.size(); ++r) outstanding_to_[r] = 0;
 }
 
-bool FabricReach::native(const Region& region) const {
+bool FabricRoute::native(const Region& region) const {
   // A one-sided fabric write or read makes the target's provider work (shm and tcp progress
   // at the target) without the target seeing a completion, so its progress engine takes itself
   // for idle and sleeps between polls: a lone small put then waits for a wake-up (~0.5 ms
@@ -46,7 +46,7 @@ bool FabricReach::native(const Region& region) const {
   return region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
 }
 
-void FabricReach::put(int target, const void* data, const Region& region) {
+void FabricRoute::put(int target, const void* data, const Region& region) {
   if (native(region)) {
     comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
                                        RemoteAddress{peers_[target], region.offset()});
@@ -59,7 +59,7 @@ void FabricReach::put(int target, const void* data, const Region& region) {
   send_request("put", kWindowApply, target, message, nullptr, 0);
 }
 
-void FabricReach::get(int target, void* out, const Region& region) {
+void FabricRoute::get(int target, void* out, const Region& region) {
   if (native(region)) {
     comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
                                       RemoteAddress{peers_[target], region.offset()});
@@ -70,7 +70,7 @@ void FabricReach::get(int target, void* out, const Region& region) {
   send_request("get", kWindowRead, target, message, out, region.bytes());
 }
 
-void FabricReach::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
+void FabricRoute::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
                              void* result, const Region& region) {
   // Every accumulate travels as a message applied at the target with CPU atomics, so one
   // mechanism serves every op and type.
@@ -83,7 +83,7 @@ void FabricReach::accumulate(const char* call, int target, ReduceOp op, ElementT
   send_request(call, kWindowApply, target, message, result, result ? region.bytes() : 0);
 }
 
-void FabricReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+void FabricRoute::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                                    const Region& region) {
   Bytes message = apply_request(window_wire::Kind::CompareSwap, ReduceOp::Replace, type, region);
   auto operand = static_cast<const std::byte*>(data);
@@ -93,7 +93,7 @@ void FabricReach::compare_and_swap(int target, ElementType type, const void* dat
   send_request("compare_and_swap", kWindowApply, target, message, result, region.bytes());
 }
 
-Bytes FabricReach::apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region) {
+Bytes FabricRoute::apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region) {
   // What Window::serve_apply parses: the header, kind, op, element type and region; the
   // caller appends the data.
   Bytes message = window_wire::header(window_, new_request());
@@ -104,7 +104,7 @@ Bytes FabricReach::apply_request(window_wire::Kind kind, ReduceOp op, ElementTyp
   return message;
 }
 
-void FabricReach::send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
+void FabricRoute::send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
                                size_t reply_bytes, bool attachments) {
   uint64_t request;
   std::memcpy(&request, message.data() + 4, sizeof request);
@@ -125,7 +125,7 @@ void FabricReach::send_request(const char* call, uint16_t handler, int target, c
   }
 }
 
-void FabricReach::forget(uint64_t request, int target) {
+void FabricRoute::forget(uint64_t request, int target) {
   if (pending_.erase(request)) {
     attachment_requests_.erase(request);
     --outstanding_;
@@ -133,7 +133,7 @@ void FabricReach::forget(uint64_t request, int target) {
   }
 }
 
-bool FabricReach::attached(int target, int64_t low, int64_t high) {
+bool FabricRoute::attached(int target, int64_t low, int64_t high) {
   if (low < 0) return false;
   if (window_wire::covers(known_attachments_[target], low, high)) return true;
   // Not in what we knew: ask the target for its attachments now (they change without notice).
@@ -161,7 +161,7 @@ bool FabricReach::attached(int target, int64_t low, int64_t high) {
   return window_wire::covers(known_attachments_[target], low, high);
 }
 
-void FabricReach::take_reply(std::span<const std::byte> message, size_t position) {
+void FabricRoute::take_reply(std::span<const std::byte> message, size_t position) {
   auto request = wire::take<uint64_t>(message, position);
   bool refused = wire::take<uint8_t>(message, position) == static_cast<uint8_t>(window_wire::kRefused);
   Pending pending;
@@ -190,7 +190,7 @@ void FabricReach::take_reply(std::span<const std::byte> message, size_t position
   --outstanding_;
 }
 
-void FabricReach::raise_refusal() {
+void FabricRoute::raise_refusal() {
   if (!dynamic_) return;  // only a dynamic window's targets refuse (memory detached meanwhile)
   std::string refusal;
   {

@@ -5,7 +5,7 @@
 #include "runtime/runtime.hpp"
 #include "window/epochs.hpp"
 #include "window/shared_control.hpp"
-#include "window/sync.hpp"
+#include "window/sync_strategy.hpp"
 
 namespace rma {
 

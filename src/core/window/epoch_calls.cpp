@@ -1,5 +1,5 @@
 // The epoch methods: check with the epochs (window/epochs.hpp), complete what the ending
-// epoch's calls left in flight, synchronize (window/sync.hpp), then tell the epochs.
+// epoch's calls left in flight, synchronize (window/sync_strategy.hpp), then tell the epochs.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -7,8 +7,8 @@
 
 #include "base/errors.hpp"
 #include "runtime/runtime.hpp"
-#include "window/reach_fabric.hpp"
-#include "window/sync.hpp"
+#include "window/route_fabric.hpp"
+#include "window/sync_strategy.hpp"
 #include "window/window.hpp"
 
 namespace rma {

@@ -1,4 +1,4 @@
-// The reach of a shared window's peers (see window/reach.hpp): every rank's segment is mapped
+// The route to a shared window's peers (see window/route.hpp): every rank's segment is mapped
 // in this process, so a call is a copy, or a plain loop under the target's accumulate lock.
 #pragma once
 
@@ -6,17 +6,17 @@
 #include <vector>
 
 #include "host/shared_segment.hpp"
-#include "window/reach.hpp"
+#include "window/route.hpp"
 #include "window/shared_control.hpp"
 
 namespace rma {
 
 // A shared window's peers: every segment is mapped here.
-class MappedReach final : public Reach {
+class MappedRoute final : public Route {
  public:
-  // segments: every rank's, by rank (null for a rank on another host, which this reach never
+  // segments: every rank's, by rank (null for a rank on another host, which this route never
   // serves); control: the window's control blocks (accumulate locks).
-  MappedReach(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control);
+  MappedRoute(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control);
   std::byte* memory(int target) const { return bases_[target]; }
 
   void put(int target, const void* data, const Region& region) override;

@@ -1,5 +1,5 @@
 // The communication calls: admit (the epoch rules of window/epochs.hpp, and the range), then
-// reach the target (window/reach.hpp). The direct calls are the same two steps without
+// reach the target (window/route.hpp). The direct calls are the same two steps without
 // waiting and without raising: the compiled window type tries them first with the GIL held
 // (src/bindings/window_object.cpp), ~30 ns of C++ each, then the general call. Anything
 // unusual (a strided region, PROC_NULL, a post not yet seen, an error to raise, a target
@@ -10,9 +10,9 @@
 
 #include "base/errors.hpp"
 #include "runtime/runtime.hpp"
-#include "window/reach_fabric.hpp"
-#include "window/reach_mapped.hpp"
-#include "window/sync.hpp"
+#include "window/route_fabric.hpp"
+#include "window/route_mapped.hpp"
+#include "window/sync_strategy.hpp"
 #include "window/window.hpp"
 
 namespace rma {
@@ -20,7 +20,7 @@ namespace rma {
 // ---- admission ----
 
 inline bool Window::admit_quick(int target, uint64_t offset, uint64_t bytes) {
-  // (target is a rank: the caller found its reach.)
+  // (target is a rank: the caller found its route.)
   // (A dead rank anywhere: the general path says whether it is this target.)
   if (bytes == 0 || !epochs_.admits(target) || !comm_->runtime().active() || peer_status_->any_dead()) return false;
   if (epochs_.awaits_post(target)) {
@@ -118,29 +118,29 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
 // ---- the direct path ----
 
 bool Window::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
-  Reach* reach = reach_for(target);
-  if (reach == nullptr || !reach->copies_directly() || !admit_quick(target, offset, bytes)) return false;
-  if (MappedReach* mapped = reach->mapped()) {
+  Route* route = route_for(target);
+  if (route == nullptr || !route->copies_directly() || !admit_quick(target, offset, bytes)) return false;
+  if (MappedRoute* mapped = route->mapped()) {
     std::memmove(mapped->memory(target) + offset, data, bytes);  // the origin may be part of this very window
     return true;
   }
-  return counted(reach->put_direct(target, data, offset, bytes));
+  return counted(route->put_direct(target, data, offset, bytes));
 }
 
 bool Window::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
-  Reach* reach = reach_for(target);
-  if (reach == nullptr || !reach->copies_directly() || !admit_quick(target, offset, bytes)) return false;
-  if (MappedReach* mapped = reach->mapped()) {
+  Route* route = route_for(target);
+  if (route == nullptr || !route->copies_directly() || !admit_quick(target, offset, bytes)) return false;
+  if (MappedRoute* mapped = route->mapped()) {
     std::memmove(out, mapped->memory(target) + offset, bytes);
     return true;
   }
-  return counted(reach->get_direct(target, out, offset, bytes));
+  return counted(route->get_direct(target, out, offset, bytes));
 }
 
 bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data, void* result,
                                    uint64_t offset, uint64_t bytes) {
-  Reach* reach = reach_for(target);
-  MappedReach* mapped = reach == nullptr ? nullptr : reach->mapped();
+  Route* route = route_for(target);
+  MappedRoute* mapped = route == nullptr ? nullptr : route->mapped();
   if (mapped == nullptr) return false;
   size_t element = element_size(type);
   if (element == 0 || bytes % element != 0 || !op_fits(op, type) || !admit_quick(target, offset, bytes)) return false;
@@ -150,8 +150,8 @@ bool Window::get_accumulate_direct(int target, ReduceOp op, ElementType type, co
 
 bool Window::compare_and_swap_direct(int target, ElementType type, const void* data, const void* compare, void* result,
                                      uint64_t offset) {
-  Reach* reach = reach_for(target);
-  MappedReach* mapped = reach == nullptr ? nullptr : reach->mapped();
+  Route* route = route_for(target);
+  MappedRoute* mapped = route == nullptr ? nullptr : route->mapped();
   if (mapped == nullptr || !compare_fits(type)) return false;
   size_t element = element_size(type);
   if (!admit_quick(target, offset, element)) return false;
@@ -160,10 +160,10 @@ bool Window::compare_and_swap_direct(int target, ElementType type, const void* d
 }
 
 bool Window::flush_direct(int target) {
-  Reach* reach = reach_for(target);
-  // A reach that completes its calls as they are made, and no message to target unanswered
+  Route* route = route_for(target);
+  // A route that completes its calls as they are made, and no message to target unanswered
   // (an accumulate of a process_vm window, or a call made before it fell back to the fabric).
-  if (reach == nullptr || !reach->immediate() || !epochs_.passive_access(target) || peer_status_->any_dead())
+  if (route == nullptr || !route->immediate() || !epochs_.passive_access(target) || peer_status_->any_dead())
     return false;
   if (fabric_->outstanding_to(target) != 0) return false;
   // Direct calls completed as they were made; the fence orders them before what follows.

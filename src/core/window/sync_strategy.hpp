@@ -3,9 +3,9 @@
 // is created:
 //   SharedSync    every rank on this host: control blocks in shared memory (a fence barrier,
 //                 notice counters, a lock queue with grant words per rank, a bell to sleep on),
-//                 changed with CPU atomics by the ranks themselves (sync_shared.cpp);
+//                 changed with CPU atomics by the ranks themselves (sync_strategy_shared.cpp);
 //   MessageSync   messages through the transport; each target's progress engine serves its
-//                 lock queue (sync_messages.cpp).
+//                 lock queue (sync_strategy_messages.cpp).
 // The epoch rules are not here (window/epochs.hpp): a Sync only carries out what they allow.
 // Its waits throw PeerError if a rank they depend on dies, TimeoutError at the runtime's
 // deadline, Interrupted on a signal.
@@ -23,7 +23,7 @@
 #include "host/shared_segment.hpp"
 #include "runtime/communicator.hpp"
 #include "window/lock_queue.hpp"
-#include "window/reach.hpp"
+#include "window/route.hpp"
 
 namespace rma {
 

@@ -4,7 +4,7 @@
 // whatever the element type or alignment.
 #include <cstring>
 
-#include "window/reach_mapped.hpp"
+#include "window/route_mapped.hpp"
 
 namespace rma {
 
@@ -20,26 +20,26 @@ void each_run(const Region& region, std::byte* memory, Visit&& visit) {
 }
 }  // namespace
 
-MappedReach::MappedReach(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control)
-    : Reach(true, true), segments_(std::move(segments)), control_(control) {
+MappedRoute::MappedRoute(std::vector<std::shared_ptr<SharedSegment>> segments, SharedControl& control)
+    : Route(true, true), segments_(std::move(segments)), control_(control) {
   for (const auto& segment : segments_) bases_.push_back(segment ? segment->data() : nullptr);  // (another host's)
   mapped_ = this;
 }
 
-void MappedReach::put(int target, const void* data, const Region& region) {
+void MappedRoute::put(int target, const void* data, const Region& region) {
   auto source = static_cast<const std::byte*>(data);
   each_run(region, memory(target), [&](size_t at, std::byte* to, uint64_t length) {
     std::memmove(to, source + at, length);  // the origin may be part of this very window
   });
 }
 
-void MappedReach::get(int target, void* out, const Region& region) {
+void MappedRoute::get(int target, void* out, const Region& region) {
   auto into = static_cast<std::byte*>(out);
   each_run(region, memory(target),
            [&](size_t at, std::byte* from, uint64_t length) { std::memmove(into + at, from, length); });
 }
 
-void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType type, const void* data, void* result,
+void MappedRoute::accumulate(const char*, int target, ReduceOp op, ElementType type, const void* data, void* result,
                              const Region& region) {
   auto operand = static_cast<const std::byte*>(data);
   auto fetched = static_cast<std::byte*>(result);
@@ -52,17 +52,17 @@ void MappedReach::accumulate(const char*, int target, ReduceOp op, ElementType t
   });
 }
 
-void MappedReach::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+void MappedRoute::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                                    const Region& region) {
   compare_and_swap_direct(target, type, region.element_size(), data, compare, result, region.offset());
 }
 
-bool MappedReach::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
+bool MappedRoute::put_direct(int target, const void* data, uint64_t offset, uint64_t bytes) {
   std::memmove(memory(target) + offset, data, bytes);
   return true;
 }
 
-bool MappedReach::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
+bool MappedRoute::get_direct(int target, void* out, uint64_t offset, uint64_t bytes) {
   std::memmove(out, memory(target) + offset, bytes);
   return true;
 }

@@ -1,7 +1,7 @@
 // Reaching a target through libfabric: contiguous put/get from kNativeMinimumBytes on are
 // one-sided fabric operations (delivery completion at the next flush); everything else, and
 // every call on a dynamic window, is one active message that the target applies and answers
-// (window/service.cpp serves them). This reach keeps the requests waiting for their answer,
+// (window/target_side.cpp serves them). This route keeps the requests waiting for their answer,
 // counted per target, which is what completing an epoch waits for.
 #pragma once
 
@@ -17,11 +17,11 @@
 
 #include "base/transport.hpp"
 #include "runtime/communicator.hpp"
-#include "window/reach.hpp"
+#include "window/route.hpp"
 
 namespace rma {
 
-// The wire format shared by the origin (FabricReach) and the target (Window::serve_*).
+// The wire format shared by the origin (FabricRoute) and the target (Window::serve_*).
 namespace window_wire {
 enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };  // of an apply request
 constexpr std::byte kAccepted{0}, kRefused{1};                                 // first byte of a reply's body
@@ -31,11 +31,11 @@ Bytes header(uint32_t window, uint64_t request);
 bool covers(const std::vector<std::pair<uint64_t, uint64_t>>& attachments, int64_t low, int64_t high);
 }  // namespace window_wire
 
-class FabricReach final : public Reach {
+class FabricRoute final : public Route {
  public:
   // peers: every rank's registered memory, by rank (outlives this). dynamic: a dynamic
   // window (offsets are addresses; messages only; the target's attachments decide the range).
-  FabricReach(std::shared_ptr<Communicator> comm, uint32_t window, const std::vector<RegionDescriptor>& peers,
+  FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window, const std::vector<RegionDescriptor>& peers,
               bool dynamic, Where where);
 
   void put(int target, const void* data, const Region& region) override;

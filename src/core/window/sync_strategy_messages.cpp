@@ -5,7 +5,7 @@
 #include "base/errors.hpp"
 #include "base/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "window/sync.hpp"
+#include "window/sync_strategy.hpp"
 #include "window/window.hpp"  // the window message ids
 
 namespace rma {
