@@ -1,4 +1,4 @@
-"""The direct path of calls to same-host windows (window/window_calls.cpp's *_direct).
+"""The direct path of calls to same-host windows (window/data_calls.cpp's *_direct).
 
 rma._core.Window's calls (src/bindings/window_data_calls.cpp) first offer a plain call (a
 C-contiguous array of the target's dtype or a Python number, an int rank and displacement, no

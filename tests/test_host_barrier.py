@@ -1,5 +1,5 @@
 """The barrier of a communicator whose ranks share a host meets in shared memory, in a slot of
-its rank 0's barrier board (runtime/barrier_board.hpp): communicators made and dropped give
+its rank 0's barrier board (host/barrier_board.hpp): communicators made and dropped give
 their slots back, two live communicators never share one, a full board falls back to messages,
 the last rank to arrive wakes the sleepers, and a rank interrupted inside a barrier counts once
 when it comes back."""

@@ -106,7 +106,7 @@ def test_an_outsider_can_neither_write_nor_read_a_window(outsider, size):
         assert status == 0 and "held" in out, err
 
 
-# Frames as rma's wire has them (runtime/message_assembler.hpp, window/service.cpp), built by
+# Frames as rma's wire has them (messages/message_assembler.hpp, window/target_side.cpp), built by
 # the ranks that forge them.
 FRAMES = """
 def header(source, handler, sequence, offset, total):

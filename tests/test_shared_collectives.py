@@ -1,4 +1,4 @@
-"""The small collectives in shared memory (src/core/runtime/shared_exchange.hpp): where every rank
+"""The small collectives in shared memory (src/core/host/shared_exchange.hpp): where every rank
 of a communicator shares a host, allgather, allreduce, alltoall and Allreduce of a few values go
 through cells of the communicator's barrier slot, with one barrier and no message. Rounds in a
 row, ranks running at different speeds, barriers in between and contributions on both sides of

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "base/errors.hpp"
 #include "constants.hpp"
-#include "errors.hpp"
 
 namespace arguments {
 

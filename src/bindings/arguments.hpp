@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "window/reduce.hpp"
+#include "elements/reduce.hpp"
 
 namespace arguments {
 

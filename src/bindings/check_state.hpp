@@ -25,7 +25,7 @@
 
 #include "arguments.hpp"
 #include "check/window_checker.hpp"
-#include "window/region.hpp"
+#include "elements/region.hpp"
 
 class CheckState {
  public:

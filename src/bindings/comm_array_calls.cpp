@@ -9,9 +9,9 @@
 #include <string>
 
 #include "arguments.hpp"
+#include "base/errors.hpp"
 #include "comm_object.hpp"
 #include "constants.hpp"
-#include "errors.hpp"
 #include "guarded_call.hpp"
 
 namespace py = pybind11;

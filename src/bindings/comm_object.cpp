@@ -19,8 +19,8 @@
 #include <string>
 
 #include "arguments.hpp"
+#include "base/errors.hpp"
 #include "comm_object.hpp"
-#include "errors.hpp"
 #include "guarded_call.hpp"
 #include "message_request.hpp"
 #include "method_object.hpp"

@@ -6,7 +6,7 @@
 
 #include <Python.h>
 
-#include "window/reduce.hpp"
+#include "elements/reduce.hpp"
 
 namespace constants {
 

@@ -5,9 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "base/errors.hpp"
 #include "check/vector_clock.hpp"
 #include "check_state.hpp"
-#include "errors.hpp"
 #include "runtime/communicator.hpp"
 
 namespace py = pybind11;

@@ -1,7 +1,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/communicator.hpp"
 
 namespace py = pybind11;

@@ -1,5 +1,5 @@
 // The constants of the API, made from the core's own tables so that Python restates none of
-// them: rma.Op (window/reduce.hpp), rma.Mode and rma.LockType (window/window.hpp),
+// them: rma.Op (elements/reduce.hpp), rma.Mode and rma.LockType (window/window.hpp),
 // PROC_NULL, and ELEMENT_DTYPES (the NumPy dtype of each element type, in the core's order).
 // The enum classes are Python's enum.Enum / enum.Flag, made here with the core's values.
 #include <pybind11/numpy.h>

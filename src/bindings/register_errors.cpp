@@ -1,7 +1,7 @@
 // Maps the core's exceptions, once, onto the classes of rma.errors.
 #include <pybind11/pybind11.h>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "fabric/check.hpp"
 #include "python_errors.hpp"
 

@@ -1,10 +1,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "base/interrupts.hpp"
+#include "base/malloc_tuning.hpp"
+#include "fabric/provider_info.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/interrupts.hpp"
-#include "runtime/malloc_tuning.hpp"
-#include "runtime/provider_info.hpp"
 #include "runtime/runtime.hpp"
 
 namespace py = pybind11;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
 #include "window/window.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "arguments.hpp"
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "guarded_call.hpp"
 #include "method_object.hpp"
 #include "window_object.hpp"

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "check.hpp"
 #include "check/access.hpp"
 #include "check/journal.hpp"
-#include "errors.hpp"
 
 namespace {
 using namespace rma::check;

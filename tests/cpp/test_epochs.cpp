@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 #include "window/epochs.hpp"
 #include "window/lock_queue.hpp"
 

@@ -3,9 +3,9 @@
 // malformed addresses connect() must refuse with UsageError rather than hand to the provider.
 #include <string>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "runtime/fabric_transport.hpp"
+#include "fabric/fabric_transport.hpp"
 
 namespace {
 using rma::FabricAddress;

@@ -2,7 +2,7 @@
 // write/read with remote completion, the progress engine, dead peers and deadlines, on one
 // host and on pretended hosts (messages between those go through the fabric, not the inboxes).
 // Each case forks its ranks; every rank opens its own endpoint after the fork.
-#include "runtime/fabric_transport.hpp"
+#include "fabric/fabric_transport.hpp"
 
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -17,13 +17,13 @@
 #include <set>
 #include <thread>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 #include "fabric/check.hpp"
+#include "fabric/fabric_endpoint.hpp"
 #include "fork_job.hpp"
-#include "runtime/fabric_endpoint.hpp"
+#include "host/shm_inbox.hpp"
 #include "runtime/progress_engine.hpp"
-#include "runtime/shm_inbox.hpp"
 
 namespace {
 using rma::Deadline;

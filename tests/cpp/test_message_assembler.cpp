@@ -1,10 +1,10 @@
 // Reassembly and ordering of active-message fragments, without any fabric.
-#include "runtime/message_assembler.hpp"
+#include "messages/message_assembler.hpp"
 
 #include <cstring>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 
 namespace {
 using rma::ActiveMessage;

@@ -1,5 +1,5 @@
 // Matching of communicator messages to receives (MPI's rules), without any transport.
-#include "runtime/message_matcher.hpp"
+#include "messages/message_matcher.hpp"
 
 #include <string>
 

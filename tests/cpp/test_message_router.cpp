@@ -2,13 +2,13 @@
 // sequence number only when its first fragment is committed, so a send refused before that
 // leaves no gap at the receiver (which hands messages on strictly in order); a broken route
 // refuses every later message to its rank, and only to it.
-#include "runtime/message_router.hpp"
+#include "messages/message_router.hpp"
 
 #include <string>
 
+#include "base/errors.hpp"
+#include "base/peer_status.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "runtime/peer_status.hpp"
 
 namespace {
 using rma::FragmentHeader;

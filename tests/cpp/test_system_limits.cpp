@@ -1,7 +1,7 @@
 // The limits that making and mapping shared memory meets are named in the errors, with their
 // values and how to raise them: the texts from given facts, then the errors SharedSegment
 // raises when this process meets its open-files limit and its map-count limit for real.
-#include "runtime/system_limits.hpp"
+#include "base/system_limits.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/shared_segment.hpp"
 
 namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;

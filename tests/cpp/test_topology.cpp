@@ -1,11 +1,11 @@
 // The job's topology: which ranks share a host, as Topology numbers it, and as the runtime and
 // its communicators expose it after connecting forked ranks under pretended host identities.
-#include "runtime/topology.hpp"
+#include "base/topology.hpp"
 
 #include <sys/wait.h>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
 #include "fork_job.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/runtime.hpp"

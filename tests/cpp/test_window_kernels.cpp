@@ -5,10 +5,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "check.hpp"
-#include "errors.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
 
 namespace {
 using rma::ElementType;

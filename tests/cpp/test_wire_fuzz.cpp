@@ -8,15 +8,15 @@
 #include <memory>
 #include <random>
 
+#include "base/errors.hpp"
+#include "base/wire.hpp"
 #include "check.hpp"
 #include "check/access.hpp"
-#include "errors.hpp"
-#include "runtime/message_assembler.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
+#include "messages/message_assembler.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/wire.hpp"
-#include "window/reach_fabric.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
+#include "window/route_fabric.hpp"
 #include "window/window.hpp"
 
 namespace {

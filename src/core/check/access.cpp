@@ -5,7 +5,7 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/wire.hpp"
+#include "base/wire.hpp"
 
 namespace rma::check {
 

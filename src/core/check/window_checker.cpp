@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "window/reduce.hpp"
+#include "elements/reduce.hpp"
 
 namespace rma::check {
 

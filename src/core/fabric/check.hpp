@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma::fabric {
 

@@ -1,7 +1,8 @@
 // A communicator: an ordered set of ranks (members) with a context of its own, so messages of
 // different communicators never match. Payloads are bytes; the Python layer pickles objects.
 // Every blocking call makes progress while it waits, raises PeerError if a member dies and
-// TimeoutError at the runtime's deadline.
+// TimeoutError at the runtime's deadline. Its code: communicator.cpp (making communicators),
+// point_to_point.cpp, collectives.cpp.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/barrier_board.hpp"
-#include "runtime/message_matcher.hpp"
-#include "runtime/shared_barrier.hpp"
-#include "runtime/shared_exchange.hpp"
-#include "window/reduce.hpp"
+#include "elements/reduce.hpp"
+#include "host/barrier_board.hpp"
+#include "host/shared_barrier.hpp"
+#include "host/shared_exchange.hpp"
+#include "messages/message_matcher.hpp"
 
 namespace rma {
 
@@ -72,7 +73,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // The runtime must be connected (its topology known). members: world ranks; rank: this
   // rank's index in members. barrier_slot: the slot of members[0]'s barrier board that this
-  // communicator's barrier may use when its members share a host (runtime/barrier_board.hpp;
+  // communicator's barrier may use when its members share a host (host/barrier_board.hpp;
   // every member passes the same), or -1: its barrier goes through messages.
   Communicator(std::shared_ptr<Runtime> runtime, uint32_t context, std::vector<int> members, int rank,
                int barrier_slot = -1);
@@ -153,7 +154,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void check_reducible(ReduceOp op, ElementType type, const CallName& call) const;
   // Passes the barrier in shared memory; its errors name `call`, else comm.<own>.
   void pass_shared_barrier(const CallName& call, const char* own);
-  // allreduce in shared memory (runtime/shared_exchange.hpp), where every member shares this
+  // allreduce in shared memory (host/shared_exchange.hpp), where every member shares this
   // host: true with the result in `out`, false when it could not be done there (every rank
   // then goes on through messages alike). UsageError naming `call`, on every rank, if the members
   // passed different sizes.

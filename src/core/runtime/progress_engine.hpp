@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/transport.hpp"
+#include "base/transport.hpp"
 
 namespace rma {
 

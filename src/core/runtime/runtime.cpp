@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
+#include "fabric/fabric_transport.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/fabric_transport.hpp"
 
 namespace rma {
 

@@ -13,10 +13,10 @@
 #include <typeindex>
 #include <vector>
 
-#include "runtime/message_matcher.hpp"
+#include "base/topology.hpp"
+#include "base/transport.hpp"
+#include "messages/message_matcher.hpp"
 #include "runtime/progress_engine.hpp"
-#include "runtime/topology.hpp"
-#include "runtime/transport.hpp"
 
 namespace rma {
 

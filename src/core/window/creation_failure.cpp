@@ -3,7 +3,7 @@
 #include <new>
 #include <typeinfo>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace rma {
 

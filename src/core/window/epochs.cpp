@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "window/lock_queue.hpp"
 
 namespace rma {

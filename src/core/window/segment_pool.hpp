@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/peer_mappings.hpp"
-#include "runtime/shared_segment.hpp"
+#include "host/peer_mappings.hpp"
+#include "host/shared_segment.hpp"
 
 namespace rma {
 

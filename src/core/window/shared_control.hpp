@@ -13,10 +13,10 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/bell.hpp"
-#include "runtime/shared_barrier.hpp"
-#include "runtime/shared_segment.hpp"
-#include "runtime/waiting.hpp"
+#include "base/bell.hpp"
+#include "base/waiting.hpp"
+#include "host/shared_barrier.hpp"
+#include "host/shared_segment.hpp"
 #include "window/lock_queue.hpp"
 
 namespace rma {

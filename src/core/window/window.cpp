@@ -1,4 +1,4 @@
-// Setting a window up and taking it down: what every member publishes, and which reach and
+// Setting a window up and taking it down: what every member publishes, and which route and
 // which synchronization follow from it.
 #include "window/window.hpp"
 
@@ -9,12 +9,12 @@
 #include <cstring>
 #include <numeric>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "runtime/runtime.hpp"
-#include "window/reach_fabric.hpp"
-#include "window/reach_mapped.hpp"
+#include "window/route_fabric.hpp"
+#include "window/route_mapped.hpp"
 #include "window/shared_control.hpp"
-#include "window/sync.hpp"
+#include "window/sync_strategy.hpp"
 
 namespace rma {
 
@@ -223,19 +223,19 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
       control = window->host_control_.get();
     }
   }
-  // Reach, per target: mapped segments or another process's memory on this host, the fabric
+  // Route, per target: mapped segments or another process's memory on this host, the fabric
   // for the other hosts' ranks (and for every rank of a dynamic or RMA_TRANSPORT=libfabric
   // window).
-  window->fabric_ = std::make_unique<FabricReach>(own, id, window->peers_, dynamic, where);
+  window->fabric_ = std::make_unique<FabricRoute>(own, id, window->peers_, dynamic, where);
   if (segment) {
-    window->near_ = std::make_unique<MappedReach>(std::move(segments), *control);
+    window->same_host_route_ = std::make_unique<MappedRoute>(std::move(segments), *control);
     window->accumulate_control_ = control;
   } else if (near) {
-    window->near_ =
-        std::make_unique<VmReach>(std::move(pids), std::move(addresses), window->routes_, *window->fabric_, where);
+    window->same_host_route_ =
+        std::make_unique<VmRoute>(std::move(pids), std::move(addresses), window->routes_, *window->fabric_, where);
   }
   for (int r = 0; r < own->size(); ++r) {
-    window->routes_.push_back(local[r] ? window->near_.get() : static_cast<Reach*>(window->fabric_.get()));
+    window->routes_.push_back(local[r] ? window->same_host_route_.get() : static_cast<Route*>(window->fabric_.get()));
   }
   service.add(id, window);
   // Nobody may send to this window before every member can route messages to it, and every

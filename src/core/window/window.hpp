@@ -3,13 +3,14 @@
 // the window registers it, exchanges its descriptor with every member, and tracks the epoch.
 //
 // A window is four parts, each behind its own header:
-//   window/epochs.hpp   the epoch rules: which calls the open epochs admit, every EpochError;
-//   window/reach.hpp    how each target's memory is reached (mapped, process_vm, the fabric),
-//                       chosen per target when the window is created;
-//   window/sync.hpp     how the ranks synchronize (shared control blocks, or messages);
-//   window/service.cpp  the target side: requests and notices from other ranks.
-// Each communication call is "admit (epoch + range), then reach(target)"; each epoch method is
-// "check with the epochs, complete the calls, synchronize, tell the epochs".
+//   window/epochs.hpp         the epoch rules: which calls the open epochs admit, every EpochError;
+//   window/route.hpp          how each target's memory is reached (mapped, process_vm, the
+//                             fabric), chosen per target when the window is created;
+//   window/sync_strategy.hpp  how the ranks synchronize (shared control blocks, or messages);
+//   window/target_side.cpp    the target side: requests and notices from other ranks.
+// Each communication call (data_calls.cpp) is "admit (epoch + range), then the target's route
+// moves the data"; each epoch method (epoch_calls.cpp) is "check with the epochs, complete the
+// calls, synchronize, tell the epochs".
 #pragma once
 
 #include <atomic>
@@ -21,16 +22,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/transport.hpp"
+#include "elements/reduce.hpp"
+#include "elements/region.hpp"
+#include "host/shared_segment.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/shared_segment.hpp"
-#include "runtime/transport.hpp"
 #include "window/control_pool.hpp"
 #include "window/creation_failure.hpp"
 #include "window/epochs.hpp"
 #include "window/lock_queue.hpp"
-#include "window/reach.hpp"
-#include "window/reduce.hpp"
-#include "window/region.hpp"
+#include "window/route.hpp"
 #include "window/segment_pool.hpp"
 #include "window/window_messages.hpp"
 
@@ -41,7 +42,7 @@ class WindowService;
 // rma.LOCK_EXCLUSIVE and rma.LOCK_SHARED.
 constexpr int kLockExclusive = kLockExclusiveType, kLockShared = kLockSharedType;
 
-class FabricReach;
+class FabricRoute;
 class MessageSync;
 class SharedControl;
 class Sync;
@@ -124,7 +125,7 @@ class Window : public std::enable_shared_from_this<Window> {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                         const Region& region, const char* call = "compare_and_swap");
 
-  // The direct path (window_calls.cpp): the quick form of the calls above, for a target
+  // The direct path (data_calls.cpp): the quick form of the calls above, for a target
   // reached without the fabric (mapped memory; process_vm for put/get), one contiguous run of
   // `bytes` bytes at byte `offset` of target's memory, and an epoch that admits the call
   // without waiting. True when done (complete at target, like every direct call); false, with
@@ -197,7 +198,7 @@ class Window : public std::enable_shared_from_this<Window> {
   // sleeping on its bell looks again (a plain store rings no bell).
   void sync();
 
-  // Target side (window/service.cpp), called by WindowService from the progress engine.
+  // Target side (window/target_side.cpp), called by WindowService from the progress engine.
   void serve_apply(int source, std::span<const std::byte> message, size_t position);
   void serve_read(int source, std::span<const std::byte> message, size_t position);
   void take_reply(std::span<const std::byte> message, size_t position);
@@ -219,9 +220,9 @@ class Window : public std::enable_shared_from_this<Window> {
                                            bool near = false, CreationFailure failure = {});
   Where namer() const;
 
-  // ---- admission (window_calls.cpp) ----
-  // The reach of target, or null if target is not a rank of the window.
-  Reach* reach_for(int target) const {
+  // ---- admission (data_calls.cpp) ----
+  // The route to target, or null if target is not a rank of the window.
+  Route* route_for(int target) const {
     return target >= 0 && static_cast<size_t>(target) < routes_.size() ? routes_[target] : nullptr;
   }
   // Whether the epoch admits a call to [offset, offset + bytes) of target at once, which
@@ -246,7 +247,7 @@ class Window : public std::enable_shared_from_this<Window> {
   }
   void check_dead(const char* call, int target) const;
 
-  // ---- completion (window_sync.cpp) ----
+  // ---- completion (epoch_calls.cpp) ----
   // Every call to targets (and every message request) completed at origin and target.
   void complete_calls(const char* call, const std::vector<int>& targets);
   void complete_target(int target, const char* call);
@@ -254,7 +255,7 @@ class Window : public std::enable_shared_from_this<Window> {
   // Completes target's calls, then gives its lock back; errors name call (unlock, unlock_all).
   void release(int target, const char* call);
 
-  // ---- target side (service.cpp) ----
+  // ---- target side (target_side.cpp) ----
   // Whether [low, high) of this rank's memory is exposed to a peer's request (for a dynamic
   // window, with attachments_mutex_ held).
   bool exposes_locally(int64_t low, int64_t high) const;
@@ -290,9 +291,9 @@ class Window : public std::enable_shared_from_this<Window> {
   // The control blocks whose accumulate locks a shared window's accumulates take (SharedSync's
   // or host_control_), the target's service included; null for other windows.
   SharedControl* accumulate_control_ = nullptr;
-  std::unique_ptr<FabricReach> fabric_;  // every window has one: messages, dynamic windows, fallback
-  std::unique_ptr<Reach> near_;          // a same-host window's MappedReach or VmReach
-  Routes routes_;                        // the reach of each target
+  std::unique_ptr<FabricRoute> fabric_;     // every window has one: messages, dynamic windows, fallback
+  std::unique_ptr<Route> same_host_route_;  // a same-host window's MappedRoute or VmRoute
+  Routes routes_;                           // the route to each target
 };
 
 // The windows' message handlers, one per runtime: routes requests and replies by window id.

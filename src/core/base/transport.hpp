@@ -1,0 +1,187 @@
+// The transport interface: everything above it (communicator, windows, epochs and locks)
+// moves data only through these calls. The implementation is FabricTransport
+// (fabric_transport.hpp): libfabric, with shared-memory inboxes for messages between the
+// ranks of one host.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/bell.hpp"
+#include "base/peer_status.hpp"
+#include "base/topology.hpp"
+#include "base/waiting.hpp"
+
+namespace rma {
+
+class BarrierBoard;
+
+// What a peer needs in order to reach a registered region; exchanged at window creation.
+struct RegionDescriptor {
+  uint64_t base = 0;    // address peers use for offset 0 (a virtual address or 0)
+  uint64_t key = 0;     // the provider's remote key
+  uint64_t length = 0;  // bytes; every access is checked against it at the origin
+};
+
+// A location in a peer's registered region.
+struct RemoteAddress {
+  RegionDescriptor region;
+  uint64_t offset = 0;
+};
+
+// Memory registered for remote access; deregistered when destroyed.
+class LocalRegion {
+ public:
+  virtual ~LocalRegion() = default;
+  virtual RegionDescriptor descriptor() const = 0;
+};
+
+// Receives a whole active message at its target: the source's world rank and the payload.
+using ActiveMessageHandler = std::function<void(int source, std::vector<std::byte>&& payload)>;
+
+class Transport {
+ public:
+  Transport(int rank, int size) : rank_(rank), size_(size), peers_(size) {}
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  PeerStatus& peers() noexcept { return peers_; }
+
+  // What peers need to reach this rank (opaque bytes, exchanged by the bootstrap).
+  virtual std::vector<std::byte> address() const = 0;
+  // Takes every rank's address (index = world rank) and the job's topology, which says which
+  // ranks may be reached through shared memory. Call once, before any traffic. Throws
+  // UsageError when an address is missing or malformed, FabricError when the provider
+  // refuses one.
+  virtual void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) = 0;
+  // The libfabric provider in use, e.g. "shm" or "tcp;ofi_rxm".
+  virtual std::string provider() const = 0;
+  // Whether a message's source is known from where it came (the provider's FI_SOURCE, an
+  // inbox's ring), not only from its header; false: the header is believed.
+  virtual bool knows_sources() const = 0;
+  // Fragments dropped unread because they came from an address outside the job.
+  virtual uint64_t dropped_from_outside() const = 0;
+  // For tests of the receiver's checks only: sends `frame` (a fragment header and payload, as
+  // the receiver reads them) to target as it is, through the path messages to target take,
+  // with no numbering and no check.
+  virtual void send_frame_as_is(int target, std::span<const std::byte> frame) = 0;
+
+  // Registers memory for one-sided access by peers. Throws FabricError.
+  virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;
+
+  // One-sided operations. They return once posted; the data is visible at the target (write)
+  // or has landed locally (read) after flush(target). Callers keep the local buffers alive
+  // and unchanged until then. Zero lengths are no-ops. Throw UsageError for a rank outside
+  // the job, RmaError before connect(), FabricError when the provider fails, and, while the
+  // provider refuses the post (its queues full), what wait_until throws.
+  virtual void write(int target, const void* source, size_t length, const RemoteAddress& destination) = 0;
+  virtual void read(int target, void* destination, size_t length, const RemoteAddress& source) = 0;
+
+  // Active messages: any size; delivered to the target's handler in the order sent by each
+  // source, by whichever thread makes progress there. Handlers must not block. A send
+  // returns once the message is on its way; while the way is full (the provider's queues,
+  // the target's inbox) it makes progress and waits as wait_until does, so it throws
+  // PeerError when the target dies and TimeoutError at the transport's deadline. A send that
+  // throws before any of its message left leaves no trace (later messages to target arrive);
+  // one that fails after part of it left, or whose fragment the provider reports lost, leaves
+  // the target a message it cannot complete, and every later send to target throws PeerError
+  // (message_router.hpp says why).
+  // Handler ids: see ActiveMessageId in runtime.hpp for who owns which.
+  virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
+  virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
+
+  // Whether every one-sided operation issued to target has completed (does not wait).
+  virtual bool idle(int target) = 0;
+  // Waits until every one-sided operation issued to target is complete; throws the first error.
+  virtual void flush(int target, const Deadline& deadline) = 0;
+  // Waits until every active message sent has left this process.
+  virtual void flush_sends(const Deadline& deadline) = 0;
+  // One pass of progress: completions, arrived messages. True if anything happened.
+  virtual bool progress() = 0;
+  // A bell that every peer rings after posting anything to this rank, on which an idle
+  // progress engine may sleep; null if there is none (then it polls).
+  virtual Bell* incoming_bell() { return nullptr; }
+  // The progress engine is about to doze on incoming_bell(): a transport whose traffic does not
+  // all ring it (peers on other hosts) arranges to be woken for it.
+  virtual void before_doze() {}
+  // Whether the progress engine should doze as soon as a burst of traffic ends rather than
+  // after a while of timed sleeps: true when a wait fd wakes it for the network (before_doze),
+  // because a peer's one-sided write needs this rank's progress to land but shows it no
+  // completion, so timed sleeps (up to RMA_PROGRESS_SLEEP_US) would stretch every such write.
+  // (Callers of wait_until sleep on the fabric's wait fd then too.)
+  virtual bool doze_promptly() const { return false; }
+  // Whether operations of this rank are on the network and need its polling to go on (a
+  // provider with manual progress sends a large transfer piece by piece).
+  virtual bool network_in_flight() const { return false; }
+  // Callers inside wait_until now without a bell. They poll the transport themselves, and sleep on the
+  // fabric's wait fd when their wait is long, so the progress engine need not doze promptly
+  // meanwhile: its wake-ups would only take CPU from them (two per message when it does).
+  int waiting_callers() const noexcept { return waiting_callers_.load(std::memory_order_relaxed); }
+  // Callers inside wait_until now that poll the transport themselves in their done() (a
+  // communicator's receive) and are not asleep: the progress engine leaves every message to
+  // them meanwhile, rather than taking some first and spinning after them (on a host with as
+  // many busy threads as cores, that spinning took the CPU the ranks needed).
+  int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
+
+ private:
+  // While one lives, its thread counts in `count` (waiting_callers_, polling_callers_).
+  class Counting {
+   public:
+    explicit Counting(std::atomic<int>& count) : count_(count) { count_.fetch_add(1, std::memory_order_relaxed); }
+    ~Counting() { count_.fetch_sub(1, std::memory_order_relaxed); }
+    Counting(const Counting&) = delete;
+    Counting& operator=(const Counting&) = delete;
+
+   private:
+    std::atomic<int>& count_;
+  };
+
+ public:
+  // While one lives, its thread counts in polling_callers().
+  class Polling : Counting {
+   public:
+    explicit Polling(Transport& transport) : Counting(transport.polling_callers_) {}
+  };
+  // The barrier board of `rank` (host/barrier_board.hpp; this rank's own too) when the
+  // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
+  // (then communicators meet through messages).
+  virtual std::shared_ptr<BarrierBoard> barrier_board(int /*rank*/) { return nullptr; }
+
+  // Makes progress until done() holds. Throws PeerError if one of `watch` (world ranks) dies,
+  // TimeoutError at the deadline, Interrupted at a SIGINT (see interrupts.hpp) unless
+  // interruptible is false; `what` names the waiting call for those messages. With a bell
+  // (when whoever makes done() true rings it), a long wait sleeps on the bell instead of
+  // polling, waking at least every kBellCheck for those checks (a signal wakes it at once).
+  // Every blocking loop of the transports is this one, posts that wait for room included
+  // (uninterruptible: a message must not stop between its fragments). A wait still going after
+  // the hang-report delay says so once on stderr, naming `what`, and goes on. polls_itself: done()
+  // makes progress itself and the caller counts in polling_callers() (a Polling), except while
+  // this wait sleeps on the bell.
+  void wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
+                  const std::function<std::string()>& what, Bell* bell = nullptr, bool interruptible = true,
+                  bool polls_itself = false);
+  static constexpr std::chrono::microseconds kBellCheck{100'000};
+  // `what` without " on rank <this rank>": the messages of wait_until begin "rma: rank R: ",
+  // and a window call's name says the rank too ("win.fence on rank 0 of window 1").
+  std::string without_own_rank(std::string text) const;
+  // RMA_HANG_REPORT: seconds after which a blocked wait says it still waits; <= 0: never.
+  void report_hangs_after(double seconds) noexcept { hang_report_seconds_ = seconds; }
+
+ private:
+  int rank_, size_;
+  PeerStatus peers_;
+  double hang_report_seconds_ = 0;
+  std::atomic<int> waiting_callers_{0};
+  std::atomic<int> polling_callers_{0};
+};
+
+}  // namespace rma

@@ -1,0 +1,56 @@
+// The transport over libfabric RDM endpoints (providers shm and tcp;ofi_rxm), with messages
+// between the ranks of one host through their shared-memory inboxes instead.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/transport.hpp"
+
+namespace rma {
+
+struct FabricOptions {
+  std::string provider;  // a libfabric provider name, e.g. "shm" or "tcp;ofi_rxm"
+  std::string node;      // address to bind ("" = provider default), e.g. "127.0.0.1" for tcp
+  int rank = 0;
+  int size = 1;
+  double timeout_seconds = 300;  // deadline of a post or a send that finds no room
+  // Active messages to the ranks of this host through their shared-memory inboxes (false:
+  // through the fabric too, as to other hosts; RMA_TRANSPORT=libfabric).
+  bool inbox_messages = true;
+  // Open the completion queue with a wait fd (providers that have one: not shm), so that an
+  // idle rank with peers on other hosts sleeps until the network brings something
+  // (fabric/fabric_watcher.hpp). It costs the provider a signal per completion: about 10 us
+  // more per message round trip over tcp, so only jobs that span hosts ask for it.
+  bool fabric_sleep = false;
+  // Connect across hosts even when the provider cannot tell a message's source (FI_SOURCE):
+  // the user trusts every machine that reaches the network. Without it, connect refuses.
+  bool trust_network = false;
+};
+
+// A rank's address as this transport publishes it (Transport::address) and reads it
+// (Transport::connect): the endpoint's name, then the inbox's name, then one byte holding the
+// inbox name's length. Endpoint names are the provider's business, and their length differs
+// between ranks (shm's embed the process id, or the node bound to; tcp's are IPv4 or IPv6
+// socket addresses): an address is read from its end, and each name goes into the address
+// vector on its own (fabric::AddressVector::insert).
+struct FabricAddress {
+  std::vector<std::byte> endpoint;
+  std::string inbox;
+
+  // Throws UsageError for an empty endpoint name or an inbox name longer than 255 bytes.
+  std::vector<std::byte> encode() const;
+  // Throws UsageError naming `rank` when `address` is malformed: shorter than the inbox name
+  // it states, or without an endpoint name.
+  static FabricAddress decode(std::span<const std::byte> address, int rank);
+};
+
+// Opens this rank's endpoint and inbox; connect() makes the job reachable. Throws FabricError
+// when the provider cannot be used, RmaError when the inbox cannot be made. connect() throws
+// UsageError for a job that spans hosts through a provider that cannot tell where messages
+// come from, unless options.trust_network.
+std::unique_ptr<Transport> open_fabric_transport(const FabricOptions& options);
+
+}  // namespace rma

@@ -1,0 +1,42 @@
+#include "fabric/provider_info.hpp"
+
+#include <rdma/fabric.h>
+
+#include <algorithm>
+
+#include "fabric/fabric_endpoint.hpp"
+
+namespace rma {
+
+std::string libfabric_version() {
+  uint32_t version = fi_version();
+  return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
+}
+
+namespace {
+std::vector<std::string> providers_with(uint64_t more_caps) {
+  fabric::Info hints = FabricEndpoint::hints("");
+  hints->caps |= more_caps;
+  fi_info* found = nullptr;
+  std::vector<std::string> names;
+  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;
+  fabric::Info owner(found);
+  for (fi_info* info = found; info != nullptr; info = info->next) {
+    std::string name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+}  // namespace
+
+std::vector<std::string> usable_providers() { return providers_with(0); }
+
+std::vector<std::string> providers_that_know_sources() {
+  std::vector<std::string> names = providers_with(FI_SOURCE);
+  std::erase_if(names, FabricEndpoint::provider_knows_no_sources);
+  return names;
+}
+
+}  // namespace rma

@@ -1,0 +1,95 @@
+// Reaching a target through libfabric: contiguous put/get from kNativeMinimumBytes on are
+// one-sided fabric operations (delivery completion at the next flush); everything else, and
+// every call on a dynamic window, is one active message that the target applies and answers
+// (window/target_side.cpp serves them). This route keeps the requests waiting for their answer,
+// counted per target, which is what completing an epoch waits for.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/transport.hpp"
+#include "runtime/communicator.hpp"
+#include "window/route.hpp"
+
+namespace rma {
+
+// The wire format shared by the origin (FabricRoute) and the target (Window::serve_*).
+namespace window_wire {
+enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };  // of an apply request
+constexpr std::byte kAccepted{0}, kRefused{1};                                 // first byte of a reply's body
+// Every request and reply starts with the window id and the request id.
+Bytes header(uint32_t window, uint64_t request);
+// Whether [low, high) lies inside one of attachments (address, bytes).
+bool covers(const std::vector<std::pair<uint64_t, uint64_t>>& attachments, int64_t low, int64_t high);
+}  // namespace window_wire
+
+class FabricRoute final : public Route {
+ public:
+  // peers: every rank's registered memory, by rank (outlives this). dynamic: a dynamic
+  // window (offsets are addresses; messages only; the target's attachments decide the range).
+  FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window, const std::vector<RegionDescriptor>& peers,
+              bool dynamic, Where where);
+
+  void put(int target, const void* data, const Region& region) override;
+  void get(int target, void* out, const Region& region) override;
+  void accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data, void* result,
+                  const Region& region) override;
+  void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
+                        const Region& region) override;
+
+  // A dynamic window: whether [low, high) lies inside one of target's attachments, asking the
+  // target once more (and waiting for its answer) when the table known here does not cover it.
+  bool attached(int target, int64_t low, int64_t high);
+
+  // Requests not yet answered, in all and per target (any thread may read them).
+  uint64_t outstanding() const noexcept { return outstanding_.load(); }
+  int64_t outstanding_to(int target) const noexcept { return outstanding_to_[target].load(); }
+  // The origin side of a reply (the progress engine's thread): stores its data, ends the request.
+  // RmaError for a reply nobody waits for.
+  void take_reply(std::span<const std::byte> message, size_t position);
+  // RangeError if a target refused a request since the last call (memory detached meanwhile).
+  void raise_refusal();
+
+ private:
+  struct Pending {
+    void* out;
+    size_t bytes;
+    int target;
+    const char* call;
+  };
+  using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
+  // Contiguous transfers from this size on use native RMA; smaller ones travel as messages.
+  static constexpr uint64_t kNativeMinimumBytes = 16 * 1024;
+  bool native(const Region& region) const;
+  uint64_t new_request() { return next_request_++; }
+  Bytes apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region);
+  // Records the request (its reply goes to reply_to), then sends it; nothing recorded if the
+  // send throws.
+  void send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
+                    size_t reply_bytes, bool attachments = false);
+  void forget(uint64_t request, int target);  // with pending_mutex_ held
+
+  std::shared_ptr<Communicator> comm_;
+  uint32_t window_;
+  const std::vector<RegionDescriptor>& peers_;
+  bool dynamic_;
+  Where where_;
+  std::vector<Attachments> known_attachments_;  // the peers', as last asked
+  std::mutex pending_mutex_;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::unordered_set<uint64_t> attachment_requests_;  // pending_ entries answering attached()
+  std::string refusal_;                               // the first refusal since raise_refusal
+  std::atomic<uint64_t> next_request_{1};
+  std::atomic<uint64_t> outstanding_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
+};
+
+}  // namespace rma

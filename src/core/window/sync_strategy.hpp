@@ -1,0 +1,139 @@
+// How the ranks of one window synchronize: the fence's meeting, the post and complete notices
+// of general active target, and the locks of passive target. One per window, chosen when it
+// is created:
+//   SharedSync    every rank on this host: control blocks in shared memory (a fence barrier,
+//                 notice counters, a lock queue with grant words per rank, a bell to sleep on),
+//                 changed with CPU atomics by the ranks themselves (sync_strategy_shared.cpp);
+//   MessageSync   messages through the transport; each target's progress engine serves its
+//                 lock queue (sync_strategy_messages.cpp).
+// The epoch rules are not here (window/epochs.hpp): a Sync only carries out what they allow.
+// Its waits throw PeerError if a rank they depend on dies, TimeoutError at the runtime's
+// deadline, Interrupted on a signal.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/bell.hpp"
+#include "host/shared_segment.hpp"
+#include "runtime/communicator.hpp"
+#include "window/lock_queue.hpp"
+#include "window/route.hpp"
+
+namespace rma {
+
+class SharedControl;
+
+// What a rank that waits long for a spin lock of the control blocks of comm's window `label`
+// calls (SharedControl's stalled): PeerError if some rank died, since it may have died holding
+// the lock. (A live holder keeps it a few instructions, so the wait is long only then.)
+std::function<void(const char* what)> watch_dead_holders(Communicator* comm, std::string label);
+
+class Sync {
+ public:
+  enum class Notice { Post, Complete };
+  virtual ~Sync() = default;
+
+  // The fence's meeting of every rank, once this rank's calls completed.
+  virtual void barrier() = 0;
+  // Tells each rank of ranks that this rank posted (opened an exposure epoch for it) or
+  // completed (ended its access epoch to it).
+  virtual void notify(Notice notice, const std::vector<int>& ranks) = 0;
+  // The bell a wait for a notice or a grant sleeps on (null: the wait polls the transport).
+  virtual Bell* bell() = 0;
+  // Calls of this rank to target completed (a flush, an unlock, a fence, a complete): wakes a
+  // win.wait_until sleeping on target's bell, for which the data may have changed.
+  virtual void wake(int target) = 0;
+  // Queues for target's lock of type (kLockExclusiveType/kLockSharedType) and waits for the
+  // grant; try_only: refused unless grantable at once. True if granted. A wait given up
+  // (deadline, interrupt, dead peer) leaves no request or lock behind.
+  virtual bool lock(int target, int type, bool try_only, const char* call) = 0;
+  // Gives back this rank's lock on target; the next waiters get it.
+  virtual void unlock(int target) = 0;
+
+  // Notices are counted per peer (a post for the next epoch may arrive before this one ends):
+  // seen counters, which the senders advance, against used ones, which this rank advances.
+  bool post_arrived(int target) const { return posts_seen_[target].load() > posts_used_[target]; }
+  void take_post(int target) { ++posts_used_[target]; }
+  bool complete_arrived(int origin) const { return completes_seen_[origin].load() > completes_used_[origin]; }
+  void take_complete(int origin) { ++completes_used_[origin]; }
+  // A notice message from rank `from` arrived (MessageSync; SharedSync's senders count).
+  void noticed(Notice notice, int from) { ++(notice == Notice::Post ? posts_seen_ : completes_seen_)[from]; }
+
+ protected:
+  explicit Sync(int size) : posts_used_(size, 0), completes_used_(size, 0) {}
+  // Where the senders count their notices to this rank (posts_seen[sender], completes_seen[sender]).
+  void count_notices_at(std::atomic<uint64_t>* posts_seen, std::atomic<uint64_t>* completes_seen) {
+    posts_seen_ = posts_seen;
+    completes_seen_ = completes_seen;
+  }
+
+ private:
+  std::atomic<uint64_t>*posts_seen_ = nullptr, *completes_seen_ = nullptr;
+  std::vector<uint64_t> posts_used_, completes_used_;
+};
+
+class SharedSync final : public Sync {
+ public:
+  // blocks: every rank's control block (SharedControl::create_block), by rank, as mapped here;
+  // label: the window's name, for errors.
+  SharedSync(std::shared_ptr<Communicator> comm, std::vector<std::shared_ptr<SharedSegment>> blocks,
+             const std::string& label, Where where);
+  ~SharedSync() override;
+  SharedControl& control() { return *control_; }
+
+  void barrier() override;
+  void notify(Notice notice, const std::vector<int>& ranks) override;
+  Bell* bell() override;
+  void wake(int target) override;
+  bool lock(int target, int type, bool try_only, const char* call) override;
+  void unlock(int target) override;
+
+ private:
+  void release_from(LockQueue& queue, int target);
+  void grant_from(LockQueue& queue, int target);  // grants what the queue can, and rings them
+  std::shared_ptr<Communicator> comm_;
+  std::unique_ptr<SharedControl> control_;
+  Where where_;
+};
+
+class MessageSync final : public Sync {
+ public:
+  MessageSync(std::shared_ptr<Communicator> comm, uint32_t window, Where where);
+
+  void barrier() override;
+  void notify(Notice notice, const std::vector<int>& ranks) override;
+  Bell* bell() override { return nullptr; }
+  // A wait_until polls through libfabric: the data of a one-sided write lands unannounced.
+  void wake(int) override {}
+  bool lock(int target, int type, bool try_only, const char* call) override;
+  void unlock(int target) override;
+
+  // Target side, from the progress engine (one message at a time): origin (a rank of the
+  // window) asks for this rank's lock, gives it back; target answers our request (1 granted,
+  // 2 refused).
+  void lock_requested(int origin, int type, bool try_only);
+  void unlock_requested(int origin);
+  void grant_arrived(int target, int answer);
+
+ private:
+  void answer(int origin, uint8_t grant);
+  void grant_waiting();
+  bool given_up(int target);  // a request to target was given up and its answer is still due
+  std::shared_ptr<Communicator> comm_;
+  uint32_t window_;
+  Where where_;
+  std::unique_ptr<std::atomic<uint64_t>[]> notices_;  // posts then completes seen, by sender
+  std::unique_ptr<std::atomic<int>[]> grant_;         // per target: 0 waiting, 1 granted, 2 denied
+  std::mutex grant_mutex_;                            // orders a late grant against giving up on it
+  std::vector<uint8_t> abandoned_;                    // per target: a request given up, grant to return
+  std::unique_ptr<std::byte[]> queue_memory_;         // this rank's lock queue
+  LockQueue* queue_ = nullptr;
+};
+
+}  // namespace rma

@@ -1,0 +1,120 @@
+// Synchronization by messages, for windows whose ranks are not all on this host (or with
+// RMA_TRANSPORT=libfabric): the fence is the communicator's barrier, notices are messages
+// that the receiver's progress engine counts, and each rank's progress engine keeps the lock
+// queue of its own window and answers requests with grants.
+#include "base/errors.hpp"
+#include "base/wire.hpp"
+#include "runtime/runtime.hpp"
+#include "window/sync_strategy.hpp"
+#include "window/window.hpp"  // the window message ids
+
+namespace rma {
+
+MessageSync::MessageSync(std::shared_ptr<Communicator> comm, uint32_t window, Where where)
+    : Sync(comm->size()), comm_(std::move(comm)), window_(window), where_(std::move(where)) {
+  int size = comm_->size();
+  notices_.reset(new std::atomic<uint64_t>[2 * size]);
+  for (int r = 0; r < 2 * size; ++r) notices_[r] = 0;
+  count_notices_at(notices_.get(), notices_.get() + size);
+  grant_.reset(new std::atomic<int>[size]);
+  for (int r = 0; r < size; ++r) grant_[r] = 0;
+  abandoned_.assign(size, 0);
+  queue_memory_.reset(new std::byte[LockQueue::bytes(size)]);
+  queue_ = LockQueue::make(queue_memory_.get(), size);
+}
+
+void MessageSync::barrier() {
+  comm_->barrier([this] { return where_("fence", -1); });
+}
+
+void MessageSync::notify(Notice notice, const std::vector<int>& ranks) {
+  Bytes message;
+  wire::append<uint32_t>(message, window_);
+  uint16_t handler = notice == Notice::Post ? kWindowPost : kWindowComplete;
+  for (int rank : ranks) comm_->runtime().transport().send(comm_->members()[rank], handler, message);
+}
+
+bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
+  auto what = [&] {
+    return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
+           " lock on rank " + std::to_string(target) + ", held by another rank)";
+  };
+  if (given_up(target)) {
+    // A request given up earlier (interrupted) still waits in the target's queue, which has
+    // room for one request per rank, and its answer would be taken for this one's. A try gets
+    // "not free" (it is not); a lock waits until that grant came and was handed back.
+    if (try_only) return false;
+    comm_->runtime().transport().wait_until([&] { return !given_up(target); }, comm_->runtime().deadline(),
+                                            comm_->members(), what);
+  }
+  grant_[target] = 0;
+  Bytes message;
+  wire::append<uint32_t>(message, window_);
+  wire::append<uint8_t>(message, static_cast<uint8_t>(type));
+  wire::append<uint8_t>(message, try_only ? 1 : 0);
+  comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
+  // Any rank of the window may hold the lock, and one that dies holding it keeps it forever
+  // (its data may be half written: the lock is not handed on). So a death anywhere in the
+  // window ends the wait, as on shared memory (SharedSync::lock). Watching every rank here is
+  // simpler than the target refusing queued requests when a holder dies, and needs no message.
+  try {
+    comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(),
+                                            comm_->members(), what);
+  } catch (...) {
+    // Given up (deadline, interrupt): the request stays queued at the target. Whenever its
+    // grant comes, hand the lock straight back, or nobody else would ever get it.
+    std::lock_guard lock(grant_mutex_);
+    if (grant_[target].load() == 1) {
+      unlock(target);
+    } else if (grant_[target].load() == 0) {
+      abandoned_[target] = 1;
+    }
+    throw;
+  }
+  return grant_[target].load() == 1;
+}
+
+bool MessageSync::given_up(int target) {
+  std::lock_guard lock(grant_mutex_);
+  return abandoned_[target] != 0;
+}
+
+void MessageSync::unlock(int target) {
+  Bytes message;
+  wire::append<uint32_t>(message, window_);
+  comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);
+}
+
+void MessageSync::lock_requested(int origin, int type, bool try_only) {
+  if (try_only && !queue_->free_for(type)) return answer(origin, 2);
+  if (!queue_->enqueue(origin, type)) throw MalformedMessage("a lock request while its earlier one still waits");
+  grant_waiting();
+}
+
+void MessageSync::unlock_requested(int origin) {
+  queue_->release(origin);
+  grant_waiting();
+}
+
+void MessageSync::grant_waiting() {
+  queue_->grant_waiting([&](int origin) { answer(origin, 1); });
+}
+
+void MessageSync::answer(int origin, uint8_t grant) {
+  Bytes message;
+  wire::append<uint32_t>(message, window_);
+  wire::append<uint8_t>(message, grant);
+  comm_->runtime().transport().send(comm_->members()[origin], kWindowGrant, message);
+}
+
+void MessageSync::grant_arrived(int target, int answer) {
+  std::lock_guard lock(grant_mutex_);
+  if (abandoned_[target]) {
+    abandoned_[target] = 0;
+    if (answer == 1) unlock(target);
+    return;
+  }
+  grant_[target] = answer;
+}
+
+}  // namespace rma
