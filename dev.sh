@@ -164,7 +164,7 @@ shm_files() {
 # pools of ranks kept between tests. Left out: the suites whose tests start jobs of their own
 # (the checker's, the launchers', deaths, hostile processes) or fetch another project's tests.
 QUICK_SUITES="tests/test_window.py tests/test_comm.py tests/test_pscw.py tests/test_passive.py tests/test_direct_calls.py
-  tests/test_window_entrance.py tests/test_shared.py tests/test_compat.py"
+  tests/test_window_entrance.py tests/test_shared.py tests/test_compat.py tests/test_layers.py"
 
 # The suites whose tests run again with their ranks across the hosts of a test bed.
 CROSS_HOST_SUITES="tests/test_comm.py tests/test_comm_more.py tests/test_shared_collectives.py tests/test_window.py tests/test_pscw.py
