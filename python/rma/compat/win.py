@@ -63,7 +63,6 @@ _NULL_WINDOW = _NullWindow()
 
 _LOCK_TYPES = {LOCK_EXCLUSIVE: _rma.LOCK_EXCLUSIVE, LOCK_SHARED: _rma.LOCK_SHARED}
 _core.FacadeWindow._set_lock_types(LOCK_EXCLUSIVE, _rma.LOCK_EXCLUSIVE, LOCK_SHARED, _rma.LOCK_SHARED)
-_core.FacadeWindow._set_plain_window(_rma.Window)  # (RMA_CHECK's and RMA_MODEL=separate's take the Python path)
 
 
 class Win(_core.FacadeWindow):
