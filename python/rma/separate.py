@@ -17,6 +17,9 @@ bytes remote calls wrote since then into the private copy (a byte both changed i
 that RMA_CHECK's rules forbid; the remote value wins). Dynamic windows stay unified (their memory is the
 attached arrays themselves). For `Window.create`, the array passed in is the public copy, and
 `win.local` the private one.
+
+`Separate` is a mixin: rma/_window_kinds.py composes it onto rma.Window (as `SeparateWindow`,
+and `CheckedSeparateWindow` under RMA_CHECK too) for the windows of such a job.
 """
 
 from __future__ import annotations
@@ -25,17 +28,16 @@ import numpy as np
 
 from ._job import settings
 from ._python_epoch import PythonEpoch
-from .ops import LOCK_EXCLUSIVE
-from .window import Window, _keep_local, adopt_docs
+from .ops import LOCK_EXCLUSIVE, Mode
 
-__all__ = ["MODEL", "SeparateWindow"]
+__all__ = ["MODEL", "Separate"]
 
 
 # Read once, at import: every rank of a job has the same environment.
 MODEL = settings.memory_model()  # (rma._job.settings judges RMA_MODEL)
 
 
-class SeparateWindow(Window):
+class Separate:
     """A window whose `local` is a private copy that meets the public one at synchronizations."""
 
     def _start_separate(self) -> None:
@@ -50,7 +52,7 @@ class SeparateWindow(Window):
 
     @local.setter
     def local(self, value: np.ndarray) -> None:
-        _keep_local(value, self._private)
+        self._keep_local(value, self._private)
 
     @property
     def model(self) -> str:
@@ -91,8 +93,6 @@ class SeparateWindow(Window):
         return PythonEpoch(self, self._close_fence)
 
     def _close_fence(self) -> None:
-        from .ops import Mode
-
         self.fence(Mode.NOSUCCEED)
 
     def post(self, group, mode=0):
@@ -142,17 +142,3 @@ class SeparateWindow(Window):
         if not self._core.freed:
             self._push()
         super().free()
-
-
-adopt_docs(SeparateWindow)  # its calls say what the plain ones say (help(), IPython's ?)
-
-
-def __getattr__(name: str) -> type:
-    # The separate model under RMA_CHECK: both kinds' calls, the copies' meetings outermost.
-    if name == "CheckedSeparateWindow":
-        from .check.window import CheckedWindow
-
-        kind = type("CheckedSeparateWindow", (SeparateWindow, CheckedWindow), {"__module__": __name__})
-        globals()[name] = kind
-        return kind
-    raise AttributeError(name)

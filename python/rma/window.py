@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import check as _check
+from . import _window_kinds
 from ._job import join as _join
 from ._native import _core
 from .comm import Comm
@@ -163,7 +163,7 @@ class Window(_core.Window):
         unit = dtype.itemsize if disp_unit is None else _positive(disp_unit, flavor, "disp_unit")
         hints = _hints(info, flavor)
         if cls is Window:  # RMA_CHECK, RMA_MODEL=separate: the kinds that add to the calls
-            cls = _kind(flavor, checked=not hints["no_check"])
+            cls = _window_kinds.window_class(Window, flavor, checked=not hints["no_check"])
         # Every rank learns every rank's shape, dtype and displacement unit: a note that the
         # core's creation gathers with its own exchange.
         note = _note(shape, dtype, unit)
@@ -195,6 +195,12 @@ class Window(_core.Window):
             window._start_checking()
         return window
 
+    @staticmethod
+    def _allocate_plain(comm: Comm, shape: int | tuple[int, ...], dtype: Any) -> Window:
+        """Return a window like allocate(), a plain rma.Window whatever RMA_CHECK and RMA_MODEL
+        say: a window of rma's own that no kind may add to (the checker's clock board)."""
+        return _PlainWindow.allocate(comm, shape, dtype)
+
     # ---- attributes ----
 
     @property
@@ -205,8 +211,18 @@ class Window(_core.Window):
 
     @local.setter
     def local(self, value: np.ndarray) -> None:
-        # `win.local += 1` works in place, then assigns its result back: allow exactly that.
-        _keep_local(value, self._local)
+        self._keep_local(value, self._local)
+
+    @staticmethod
+    def _keep_local(value: object, local: np.ndarray) -> None:
+        """Accept an assignment to win.local only when it is the window's own memory (`win.local
+        += 1` works in place, then assigns its result back); refuse a replacement."""
+        if not (
+            isinstance(value, np.ndarray)
+            and value.shape == local.shape
+            and value.__array_interface__["data"][0] == local.__array_interface__["data"][0]
+        ):
+            raise AttributeError("rma: win.local cannot be replaced; assign into it instead (win.local[...] = x)")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -352,44 +368,11 @@ class Window(_core.Window):
         return rank
 
 
-def _kind(flavor: str, checked: bool = True) -> type[Window]:
-    """Return the window class the job's settings ask for: Window unless RMA_CHECK (rma/check/;
-    not for a window with the no_check hint, `checked` False) or RMA_MODEL=separate
-    (rma/separate.py; not for dynamic windows) is set. Without either, no Python comes between
-    the calls and the core."""
-    from . import separate
-
-    checked = checked and _check.MODE is not None
-    apart = separate.MODEL == "separate" and flavor != "dynamic"
-    if not checked and not apart:
-        return Window
-    from .check.window import CheckedWindow
-
-    if not apart:
-        return CheckedWindow
-    return separate.CheckedSeparateWindow if checked else separate.SeparateWindow
+class _PlainWindow(Window):
+    """rma.Window as it is: `_build` asks the job's settings for a kind only for Window itself."""
 
 
 _CANONICAL = {dtype: dtype for dtype in _core.ELEMENT_DTYPES}
-
-
-def adopt_docs(kind: type[Window]) -> None:
-    """Give the public methods a Window subclass overrides (rma/check/, rma/separate.py) the
-    docstrings of Window's own, so that help() and IPython's ? say the same."""
-    for name, method in list(vars(kind).items()):
-        if not name.startswith("_") and callable(method) and hasattr(Window, name):
-            method.__doc__ = getattr(Window, name).__doc__
-
-
-def _keep_local(value: object, local: np.ndarray) -> None:
-    """Accept an assignment to win.local only when it is the window's own memory (what an
-    in-place operator like `+=` assigns back); refuse a replacement."""
-    if not (
-        isinstance(value, np.ndarray)
-        and value.shape == local.shape
-        and value.__array_interface__["data"][0] == local.__array_interface__["data"][0]
-    ):
-        raise AttributeError("rma: win.local cannot be replaced; assign into it instead (win.local[...] = x)")
 
 
 # A window's creation tells every rank each rank's (shape, dtype, disp_unit) in a note. Programs

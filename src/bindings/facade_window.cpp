@@ -7,19 +7,23 @@
 // synchronization calls whose arguments rma takes as they are (Lock, Unlock, Lock_all,
 // Unlock_all, Fence, Complete, Wait, Test, the flushes, Sync) are compiled methods here. Given
 // plain NumPy arrays, a displacement and positional arguments, one scales the displacement by
-// the target's disp_unit (the windows underneath count bytes) and enters rma._core.Window's own
-// call directly. Anything else (buffer specifications, derived datatypes, keywords, a freed
+// the target's disp_unit (the windows underneath count bytes) and enters rma's call on the
+// window underneath: rma._core.Window's own, directly, unless the window's kind has a method of
+// its own for it. Anything else (buffer specifications, derived datatypes, keywords, a freed
 // window) goes to the Python method of the same name with a leading underscore (`_Put`...),
 // which handles every form. An error of rma's comes back through the Python method
 // `_raise_as_mpi`, which raises it as MPI.Exception.
 //
-// The object holds what the fast path reads, set by win.py: `_win`, the rma.Window underneath,
-// and (`_set_scale`) the bytes per displacement unit of each target rank. `_byte_disp` turns a
-// displacement into bytes for the Python path too, so that the rule lives here alone.
+// So the fast path serves every kind of window the job's settings make (RMA_CHECK's,
+// RMA_MODEL=separate's, facade_route.hpp), and a bug of its own shows whatever the settings.
+//
+// The object holds what the fast path reads, set by win.py: `_win`, the rma.Window underneath
+// (with its route, found as it is set), and (`_set_scale`) the bytes per displacement unit of
+// each target rank. `_byte_disp` turns a displacement into bytes for the Python path too, so
+// that the rule lives here alone.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <structmember.h>
 
 #include <algorithm>
 #include <array>
@@ -28,27 +32,23 @@
 #include <string_view>
 #include <vector>
 
+#include "facade_route.hpp"
 #include "method_object.hpp"
-#include "window_methods.hpp"
 
 namespace py = pybind11;
 
 namespace {
 
+using facade_route::Call;
+using facade_route::general;
+
 struct FacadeObject {
   PyObject_HEAD
   PyObject* window;             // rma.Window (or the facade's stand-in for a freed window)
+  facade_route::Route route;    // where the calls to `window` go
   std::vector<int64_t>* scale;  // bytes per displacement unit, by rank; none: byte displacements
 };
 
-// What the fast path calls: rma._core.Window's own calls, on windows of exactly the type
-// rma.Window (_set_plain_window). Its subclasses (RMA_CHECK's checked window, RMA_MODEL=separate's
-// window) run Python of their own in each call, so their calls take the Python path, which
-// calls the window's methods.
-PyTypeObject* plain_window_type = nullptr;
-struct CoreCalls {
-  MethodFunction put, get, accumulate, get_accumulate, fetch_and_op, compare_and_swap, lock;
-} core;
 // MPI's lock types (ints) and the rma.LockType each stands for (_set_lock_types).
 struct LockType {
   long mpi;
@@ -111,9 +111,11 @@ PyObject* byte_displacement(FacadeObject* self, PyObject* rank, PyObject* target
   return PyLong_FromLongLong(scaled);
 }
 
-// Runs rma's call; its error becomes MPI.Exception through the Python side.
-PyObject* enter(PyObject* self, MethodFunction call, PyObject* const* args, Py_ssize_t nargs) {
-  PyObject* result = call(as_facade(self)->window, args, nargs, nullptr);
+// Runs rma's call on the window underneath (served: see `served`); its error becomes
+// MPI.Exception through the Python side.
+PyObject* enter(PyObject* self, Call call, PyObject* const* args, Py_ssize_t nargs) {
+  FacadeObject* facade = as_facade(self);
+  PyObject* result = facade_route::run(facade->window, facade->route, call, args, nargs);
   if (result != nullptr) return result;
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
@@ -127,29 +129,9 @@ PyObject* enter(PyObject* self, MethodFunction call, PyObject* const* args, Py_s
   return nullptr;  // (_raise_as_mpi always raises)
 }
 
-// The Python method that takes every form of the call (`_Put` for Put).
-PyObject* general(PyObject* self, const char* name, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  Py_ssize_t total = nargs + (kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0);
-  std::array<PyObject*, 16> with_self;
-  if (total + 1 > static_cast<Py_ssize_t>(with_self.size())) {
-    PyErr_Format(PyExc_TypeError, "rma.compat: Win.%s takes at most %zu arguments", name + 1, with_self.size() - 1);
-    return nullptr;
-  }
-  with_self[0] = self;
-  std::memcpy(with_self.data() + 1, args, total * sizeof(PyObject*));
-  PyObject* method = PyUnicode_InternFromString(name);
-  if (method == nullptr) return nullptr;
-  PyObject* result = PyObject_VectorcallMethod(method, with_self.data(), (nargs + 1), kwnames);
-  Py_DECREF(method);
-  return result;
-}
-
-// Whether the window underneath is a plain rma.Window (not a subclass, not the stand-in of a
-// freed window).
-bool fast(PyObject* self) {
-  PyObject* window = as_facade(self)->window;
-  return window != nullptr && Py_TYPE(window) == plain_window_type;
-}
+// Whether the fast path serves the window underneath: an rma.Window of any kind, not the
+// stand-in of a freed window.
+bool served(PyObject* self) { return as_facade(self)->route.served; }
 
 // ---- the calls, in mpi4py's argument order ----
 
@@ -178,13 +160,13 @@ bool by_position(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, con
 // the call has one, follows the target. `plain` says whether the buffers (every argument before
 // the rank is given) are what the fast path takes.
 template <size_t N, class Plain>
-PyObject* data_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, MethodFunction call,
+PyObject* data_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Call call,
                     const char* general_name, const std::array<const char*, N>& names, Plain plain) {
   const bool has_op = std::string_view(names[N - 1]) == "op";
   const Py_ssize_t rank_at = has_op ? N - 3 : N - 2;
   const Py_ssize_t op_at = rank_at + 2;
   std::array<PyObject*, N> slot;
-  if (fast(self) && by_position(args, nargs, kwnames, names, slot) &&
+  if (served(self) && by_position(args, nargs, kwnames, names, slot) &&
       std::all_of(slot.begin(), slot.begin() + rank_at + 1, [](PyObject* given) { return given != nullptr; }) &&
       plain(slot.data())) {
     PyObject* op = nullptr;  // (not given: rma's default, SUM, which is MPI's too)
@@ -218,26 +200,26 @@ constexpr std::array<const char*, 5> kCompareAndSwapNames{"origin", "compare", "
 
 // Put(origin, target_rank, target=None)
 PyObject* Put(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.put, "_Put", kPutNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kPut, "_Put", kPutNames,
                    [](PyObject* const* a) { return plain_array(a[0]); });
 }
 
 // Get(origin, target_rank, target=None): into a C-contiguous array only (rma would copy into
 // any other through a stand-in; the Python path decides what MPI allows).
 PyObject* Get(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.get, "_Get", kPutNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kGet, "_Get", kPutNames,
                    [](PyObject* const* a) { return plain_array(a[0]) && c_contiguous(a[0]); });
 }
 
 // Accumulate(origin, target_rank, target=None, op=SUM)
 PyObject* Accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.accumulate, "_Accumulate", kAccumulateNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kAccumulate, "_Accumulate", kAccumulateNames,
                    [](PyObject* const* a) { return plain_array(a[0]); });
 }
 
 // Get_accumulate(origin, result, target_rank, target=None, op=SUM)
 PyObject* Get_accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.get_accumulate, "_Get_accumulate", kGetAccumulateNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kGetAccumulate, "_Get_accumulate", kGetAccumulateNames,
                    [](PyObject* const* a) {
                      return plain_array(a[0]) && plain_array(a[1]) && c_contiguous(a[1]) && alike(a[0], a[1]);
                    });
@@ -245,13 +227,13 @@ PyObject* Get_accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs
 
 // Fetch_and_op(origin, result, target_rank, target_disp=0, op=SUM)
 PyObject* Fetch_and_op(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.fetch_and_op, "_Fetch_and_op", kFetchAndOpNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kFetchAndOp, "_Fetch_and_op", kFetchAndOpNames,
                    [](PyObject* const* a) { return plain_array(a[0]) && plain_array(a[1]) && single(a[0], a[1]); });
 }
 
 // Compare_and_swap(origin, compare, result, target_rank, target_disp=0)
 PyObject* Compare_and_swap(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, core.compare_and_swap, "_Compare_and_swap", kCompareAndSwapNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kCompareAndSwap, "_Compare_and_swap", kCompareAndSwapNames,
                    [](PyObject* const* a) {
                      return plain_array(a[0]) && plain_array(a[1]) && plain_array(a[2]) && single(a[0], a[2]) &&
                             single(a[1], a[2]);
@@ -263,7 +245,7 @@ constexpr std::array<const char*, 3> kLockNames{"rank", "lock_type", "assertion"
 // Lock(rank, lock_type=MPI.LOCK_EXCLUSIVE, assertion=0): rma's lock(rank, LockType, mode).
 PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   std::array<PyObject*, 3> slot;
-  if (fast(self) && by_position(args, nargs, kwnames, kLockNames, slot) && slot[0] != nullptr &&
+  if (served(self) && by_position(args, nargs, kwnames, kLockNames, slot) && slot[0] != nullptr &&
       lock_types[0].rma != nullptr) {
     PyObject* type = lock_types[0].rma;  // (MPI's default: exclusive)
     if (slot[1] != nullptr) {
@@ -273,7 +255,7 @@ PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
     }
     if (type != nullptr) {
       PyObject* own[3] = {slot[0], type, slot[2]};
-      PyObject* epoch = enter(self, core.lock, own, slot[2] != nullptr ? 3 : 2);
+      PyObject* epoch = enter(self, facade_route::kLock, own, slot[2] != nullptr ? 3 : 2);
       if (epoch == nullptr) return nullptr;
       Py_DECREF(epoch);  // (rma's lock returns the epoch for `with`; MPI's returns nothing)
       Py_RETURN_NONE;
@@ -287,29 +269,26 @@ PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 enum class Returns { Nothing, True, Same };
 struct Forward {
   const char* general;  // the Python method for every other case
-  const char* own;      // rma's call
+  Call own;             // rma's call
   Returns returns;
 };
-constexpr Forward kFence{"_Fence", "fence", Returns::Nothing};
-constexpr Forward kComplete{"_Complete", "complete", Returns::Nothing};
-constexpr Forward kWait{"_Wait", "wait", Returns::True};
-constexpr Forward kTest{"_Test", "test", Returns::Same};
-constexpr Forward kUnlock{"_Unlock", "unlock", Returns::Nothing};
-constexpr Forward kLockAll{"_Lock_all", "lock_all", Returns::Nothing};
-constexpr Forward kUnlockAll{"_Unlock_all", "unlock_all", Returns::Nothing};
-constexpr Forward kFlush{"_Flush", "flush", Returns::Nothing};
-constexpr Forward kFlushAll{"_Flush_all", "flush_all", Returns::Nothing};
-constexpr Forward kFlushLocal{"_Flush_local", "flush_local", Returns::Nothing};
-constexpr Forward kFlushLocalAll{"_Flush_local_all", "flush_local_all", Returns::Nothing};
-constexpr Forward kSync{"_Sync", "sync", Returns::Nothing};
-
-MethodFunction own_call(const char* name);
+constexpr Forward kFence{"_Fence", facade_route::kFence, Returns::Nothing};
+constexpr Forward kComplete{"_Complete", facade_route::kComplete, Returns::Nothing};
+constexpr Forward kWait{"_Wait", facade_route::kWait, Returns::True};
+constexpr Forward kTest{"_Test", facade_route::kTest, Returns::Same};
+constexpr Forward kUnlock{"_Unlock", facade_route::kUnlock, Returns::Nothing};
+constexpr Forward kLockAll{"_Lock_all", facade_route::kLockAll, Returns::Nothing};
+constexpr Forward kUnlockAll{"_Unlock_all", facade_route::kUnlockAll, Returns::Nothing};
+constexpr Forward kFlush{"_Flush", facade_route::kFlush, Returns::Nothing};
+constexpr Forward kFlushAll{"_Flush_all", facade_route::kFlushAll, Returns::Nothing};
+constexpr Forward kFlushLocal{"_Flush_local", facade_route::kFlushLocal, Returns::Nothing};
+constexpr Forward kFlushLocalAll{"_Flush_local_all", facade_route::kFlushLocalAll, Returns::Nothing};
+constexpr Forward kSync{"_Sync", facade_route::kSync, Returns::Nothing};
 
 template <const Forward& F>
 PyObject* forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  static MethodFunction call = own_call(F.own);
-  if (kwnames != nullptr || !fast(self)) return general(self, F.general, args, nargs, kwnames);
-  PyObject* result = enter(self, call, args, nargs);
+  if (kwnames != nullptr || !served(self)) return general(self, F.general, args, nargs, kwnames);
+  PyObject* result = enter(self, F.own, args, nargs);
   if (result == nullptr || F.returns == Returns::Same) return result;
   Py_DECREF(result);
   if (F.returns == Returns::True) Py_RETURN_TRUE;
@@ -365,9 +344,26 @@ const MethodSpec methods[] = {
      "Sync($self, /)\n--\n\nSynchronize the public and private copies of the window (MPI_Win_sync)."},
 };
 
-PyMemberDef members[] = {
-    {"_win", T_OBJECT, offsetof(FacadeObject, window), 0, "the rma.Window underneath"},
-    {nullptr, 0, 0, 0, nullptr},
+PyObject* get_window(PyObject* self, void*) {
+  PyObject* window = as_facade(self)->window;
+  return Py_NewRef(window != nullptr ? window : Py_None);
+}
+
+// Setting `_win` finds the window's route.
+int set_window(PyObject* self, PyObject* window, void*) {
+  facade_route::Route route;
+  if (window != nullptr && !facade_route::route_of(window, route)) return -1;
+  FacadeObject* facade = as_facade(self);
+  PyObject* old = facade->window;
+  facade->window = Py_XNewRef(window);
+  facade->route = route;
+  Py_XDECREF(old);  // (last: it may run Python, which finds the window and its route agreeing)
+  return 0;
+}
+
+PyGetSetDef window_attribute[] = {
+    {"_win", get_window, set_window, "the rma.Window underneath", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 PyObject* set_scale(PyObject* self, PyObject* units) {
@@ -416,19 +412,7 @@ PyObject* set_lock_types(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// _set_plain_window(rma.Window): once, from win.py.
-PyObject* set_plain_window(PyObject*, PyObject* type) {
-  if (!PyType_Check(type)) {
-    PyErr_SetString(PyExc_TypeError, "FacadeWindow._set_plain_window takes a type");
-    return nullptr;
-  }
-  Py_XSETREF(plain_window_type, reinterpret_cast<PyTypeObject*>(Py_NewRef(type)));
-  Py_RETURN_NONE;
-}
-
 PyMethodDef plain_methods[] = {
-    {"_set_plain_window", set_plain_window, METH_O | METH_STATIC,
-     "_set_plain_window(rma.Window): the window type whose calls the compiled path makes itself."},
     {"_set_lock_types", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_lock_types)),
      METH_FASTCALL | METH_STATIC, "_set_lock_types(exclusive, rma_exclusive, shared, rma_shared): MPI's lock types."},
     {"_set_scale", set_scale, METH_O,
@@ -445,6 +429,7 @@ int traverse(PyObject* self, visitproc visit, void* arg) {
 
 int clear(PyObject* self) {
   Py_CLEAR(as_facade(self)->window);
+  as_facade(self)->route = facade_route::Route{};
   return 0;
 }
 
@@ -466,34 +451,18 @@ PyTypeObject* facade_type() {
     t.tp_dealloc = dealloc;
     t.tp_traverse = traverse;
     t.tp_clear = clear;
-    t.tp_members = members;
+    t.tp_getset = window_attribute;
     t.tp_methods = plain_methods;
     return t;
   }();
   return &type;
 }
 
-MethodFunction own_call(const char* name) {
-  for (auto methods : {window_methods::data_call_methods(), window_methods::sync_call_methods()}) {
-    for (const MethodSpec& spec : methods) {
-      if (std::strcmp(spec.name, name) == 0) return spec.function;
-    }
-  }
-  throw std::logic_error(std::string("rma._core.FacadeWindow: rma._core.Window has no ") + name);
-}
-
 }  // namespace
 
 // After register_window_type: the fast path enters rma._core.Window's calls.
 void register_facade_window(py::module_& m) {
-  core = {own_call("put"),          own_call("get"),
-          own_call("accumulate"),   own_call("get_accumulate"),
-          own_call("fetch_and_op"), own_call("compare_and_swap"),
-          own_call("lock")};
-  for (const Forward* each : {&kFence, &kComplete, &kWait, &kTest, &kUnlock, &kLockAll, &kUnlockAll, &kFlush,
-                              &kFlushAll, &kFlushLocal, &kFlushLocalAll, &kSync}) {
-    own_call(each->own);  // (throws here, at import, if rma's window lost one of them)
-  }
+  facade_route::start(m.attr("Window").ptr());  // (throws here, at import, if rma's window lost a call)
   name_rma_op = PyUnicode_InternFromString("_rma");
   name_raise_as_mpi = PyUnicode_InternFromString("_raise_as_mpi");
   if (PyType_Ready(facade_type()) < 0) throw py::error_already_set();

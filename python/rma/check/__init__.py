@@ -13,7 +13,8 @@ concept per file:
 - `clock.py`: the clock's steps for the calls that order ranks in Python;
 - `comm.py`: the communicator calls that order ranks carry the clock;
 - `local.py`: the owner's loads and stores of `win.local`;
-- `window.py`: the window's synchronization calls run the checker's steps.
+- `window.py`: what the checker adds to a window (`Checked`, which rma/_window_kinds.py composes
+  onto rma.Window): the watch of `win.local`, the checker's clock board, free.
 
 The first conflict raises `rma.ConflictError` on the rank that finds it (``RMA_CHECK=warn``:
 a `ConflictWarning` instead, and the job goes on).

@@ -5,7 +5,8 @@ the checker's step of each synchronization call (src/bindings/check_state.hpp; t
 journal and the checker's messages are in src/core/check/, whose window_checker.hpp says how
 each synchronization carries the clock). What is Python here: the checker's communicator and
 its clock board (a plain window), the owner's loads and stores of `win.local`
-(local.py), and free.
+(local.py), and free. `Checked` is a mixin: rma/_window_kinds.py composes it onto rma.Window
+(as `CheckedWindow`) for the windows of a job under RMA_CHECK.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import operator
 import numpy as np
 
 from ..comm import Comm
-from ..window import Window, _keep_local, adopt_docs
 from . import clock
 from .local import WatchedArray, spans_of
 
-__all__ = ["CheckedWindow"]
+__all__ = ["Checked"]
+
+# The rows of the checker's clock board, as WindowChecker::kBoardRows (lock and unlock: 0 and 1,
+# post: 2, complete: 3).
+_BOARD_ROWS = 4
 
 
 class _PeerWatch:
@@ -28,24 +32,22 @@ class _PeerWatch:
 
     __slots__ = ("_window", "_target", "_base")
 
-    def __init__(self, window: CheckedWindow, target: int, base: int) -> None:
+    def __init__(self, window: Checked, target: int, base: int) -> None:
         self._window, self._target, self._base = window, target, base
 
     def _local_access(self, kind: str, array: np.ndarray) -> None:
         self._window._direct_access(self._target, self._base, kind, array)
 
 
-class _Board(Window):
-    """The private window of the checker's clock board (a subclass, so that it is not checked itself)."""
+class Checked:
+    """A window under RMA_CHECK: its accesses, the owner's loads and stores of win.local
+    included, are checked against the rules on conflicting accesses."""
 
-    ROWS = 4  # as WindowChecker::kBoardRows (lock and unlock: 0 and 1, post: 2, complete: 3)
-
-
-class CheckedWindow(Window):
     def _start_checking(self) -> None:
         comm = self._comm
         self._ck_private = Comm(comm._core.split(0, comm.rank, "Window (RMA_CHECK)"))
-        self._ck_board = _Board.allocate(self._ck_private, _Board.ROWS * len(clock.now()), np.int64)
+        # (a plain window: the board is not checked itself)
+        self._ck_board = self._allocate_plain(self._ck_private, _BOARD_ROWS * len(clock.now()), np.int64)
         self._ck_board.lock_all()
         members = list(comm._core.members)
         self._ck = self._check_start(self._ck_private._core, members, self._core.label, self._ck_board._core)
@@ -63,7 +65,7 @@ class CheckedWindow(Window):
 
     @local.setter
     def local(self, value: np.ndarray) -> None:
-        _keep_local(value, self._local)
+        self._keep_local(value, self._local)
 
     def shared(self, rank):
         view = super().shared(rank)  # (checks the rank and the window's flavor)
@@ -102,6 +104,3 @@ class CheckedWindow(Window):
         self._ck_board.unlock_all()
         self._ck_board.free()
         self._ck.report()
-
-
-adopt_docs(CheckedWindow)  # its calls say what the plain ones say (help(), IPython's ?)

@@ -3,7 +3,7 @@
 Every window underneath is a window of bytes whose displacement unit is 1: the facade keeps
 each rank's MPI disp_unit itself and hands rma byte displacements, so that a target given as
 `disp`, `(disp, count)` or `(disp, count, datatype)` (a derived datatype too) becomes one rma call
-per contiguous run of the target's layout, all in the same epoch.
+per contiguous run of the target's layout, all in the same epoch (win_targets.py).
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from .constants import (
     WIN_SIZE,
     WIN_UNIFIED,
 )
-from .datatypes import Datatype
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_RMA_RANGE, ERR_WIN, TRANSLATED, ArgumentError, as_mpi, translated
+from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_WIN, TRANSLATED, as_mpi, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info, hints_of
@@ -43,6 +42,7 @@ from .memory import BOTTOM, Get_address, buffer, bytes_of
 from .not_covered import refuse
 from .ops import SUM, Op
 from .requests import Request
+from .win_targets import one_each, origin_and_result, runs, together
 
 __all__ = ["Win", "WIN_NULL"]
 
@@ -63,7 +63,6 @@ _NULL_WINDOW = _NullWindow()
 
 _LOCK_TYPES = {LOCK_EXCLUSIVE: _rma.LOCK_EXCLUSIVE, LOCK_SHARED: _rma.LOCK_SHARED}
 _core.FacadeWindow._set_lock_types(LOCK_EXCLUSIVE, _rma.LOCK_EXCLUSIVE, LOCK_SHARED, _rma.LOCK_SHARED)
-_core.FacadeWindow._set_plain_window(_rma.Window)  # (RMA_CHECK's and RMA_MODEL=separate's take the Python path)
 
 
 class Win(_core.FacadeWindow):
@@ -163,14 +162,14 @@ class Win(_core.FacadeWindow):
     def _Put(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
         window = self._open("Put")
         data = origin_elements(origin, "Win.Put")
-        for first, count, disp in self._runs(target_rank, target, data, "Put"):
+        for first, count, disp in runs(self, target_rank, target, data, "Put"):
             window.put(data[first : first + count], target_rank, disp)
 
     @translated
     def _Get(self, origin: Any, target_rank: int, target: Any = None) -> None:  # noqa: N802
         window = self._open("Get")
         data = result_elements(origin, "Win.Get")
-        for first, count, disp in self._runs(target_rank, target, data, "Get"):
+        for first, count, disp in runs(self, target_rank, target, data, "Get"):
             window.get(data[first : first + count], target_rank, disp)
 
     @translated
@@ -178,7 +177,7 @@ class Win(_core.FacadeWindow):
         window = self._open("Accumulate")
         rma_op = op._window_op("Accumulate")
         data = origin_elements(origin, "Win.Accumulate")
-        for first, count, disp in self._runs(target_rank, target, data, "Accumulate"):
+        for first, count, disp in runs(self, target_rank, target, data, "Accumulate"):
             window.accumulate(data[first : first + count], target_rank, disp, rma_op)
 
     @translated
@@ -186,9 +185,9 @@ class Win(_core.FacadeWindow):
         self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
     ) -> None:
         window = self._open("Get_accumulate")
-        data, into = self._origin_and_result(origin, result, op, "Get_accumulate")
+        data, into = origin_and_result(origin, result, op, "Get_accumulate")
         rma_op = op._window_op("Get_accumulate")
-        for first, count, disp in self._runs(target_rank, target, into, "Get_accumulate"):
+        for first, count, disp in runs(self, target_rank, target, into, "Get_accumulate"):
             window.get_accumulate(data[first : first + count], into[first : first + count], target_rank, disp, rma_op)
 
     @translated
@@ -197,8 +196,8 @@ class Win(_core.FacadeWindow):
     ) -> None:
         window = self._open("Fetch_and_op")
         rma_op = op._window_op("Fetch_and_op")
-        data, into = self._origin_and_result(origin, result, op, "Fetch_and_op")
-        _one_each("Fetch_and_op", data, into)
+        data, into = origin_and_result(origin, result, op, "Fetch_and_op")
+        one_each("Fetch_and_op", data, into)
         window.fetch_and_op(data, into, target_rank, self._byte_disp(target_rank, target_disp), rma_op)
 
     @translated
@@ -209,7 +208,7 @@ class Win(_core.FacadeWindow):
         data = origin_elements(origin, "Win.Compare_and_swap")
         expected = origin_elements(compare, "Win.Compare_and_swap")
         into = result_elements(result, "Win.Compare_and_swap")
-        _one_each("Compare_and_swap", data, expected, into)
+        one_each("Compare_and_swap", data, expected, into)
         window.compare_and_swap(data, expected, into, target_rank, self._byte_disp(target_rank, target_disp))
 
     def _raise_as_mpi(self, error: BaseException) -> None:
@@ -222,16 +221,16 @@ class Win(_core.FacadeWindow):
     def Rput(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
         window = self._open("Rput")
         data = origin_elements(origin, "Win.Rput")
-        return _requests(
-            window.rput(data[f : f + n], target_rank, d) for f, n, d in self._runs(target_rank, target, data, "Rput")
+        return together(
+            window.rput(data[f : f + n], target_rank, d) for f, n, d in runs(self, target_rank, target, data, "Rput")
         )
 
     @translated
     def Rget(self, origin: Any, target_rank: int, target: Any = None) -> Request:  # noqa: N802
         window = self._open("Rget")
         data = result_elements(origin, "Win.Rget")
-        return _requests(
-            window.rget(data[f : f + n], target_rank, d) for f, n, d in self._runs(target_rank, target, data, "Rget")
+        return together(
+            window.rget(data[f : f + n], target_rank, d) for f, n, d in runs(self, target_rank, target, data, "Rget")
         )
 
     @translated
@@ -239,19 +238,19 @@ class Win(_core.FacadeWindow):
         window = self._open("Raccumulate")
         data = origin_elements(origin, "Win.Raccumulate")
         rma_op = op._window_op("Raccumulate")
-        runs = self._runs(target_rank, target, data, "Raccumulate")
-        return _requests(window.raccumulate(data[f : f + n], target_rank, d, rma_op) for f, n, d in runs)
+        made = runs(self, target_rank, target, data, "Raccumulate")
+        return together(window.raccumulate(data[f : f + n], target_rank, d, rma_op) for f, n, d in made)
 
     @translated
     def Rget_accumulate(  # noqa: N802
         self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
     ) -> Request:
         window = self._open("Rget_accumulate")
-        data, into = self._origin_and_result(origin, result, op, "Rget_accumulate")
+        data, into = origin_and_result(origin, result, op, "Rget_accumulate")
         rma_op = op._window_op("Rget_accumulate")
-        runs = self._runs(target_rank, target, into, "Rget_accumulate")
-        return _requests(
-            window.rget_accumulate(data[f : f + n], into[f : f + n], target_rank, d, rma_op) for f, n, d in runs
+        made = runs(self, target_rank, target, into, "Rget_accumulate")
+        return together(
+            window.rget_accumulate(data[f : f + n], into[f : f + n], target_rank, d, rma_op) for f, n, d in made
         )
 
     # ---- synchronization ----
@@ -434,45 +433,6 @@ class Win(_core.FacadeWindow):
                 self._group_ranks[group._world] = ranks
         return ranks
 
-    def _runs(self, rank: int, target: Any, data: np.ndarray, call: str) -> list[tuple[int, int, int]]:
-        """The rma calls a target specification makes: (first element of data, elements, byte
-        displacement) for each contiguous run of the target's layout."""
-        disp, count, datatype = _target(target, call)
-        base = self._byte_disp(rank, disp)
-        if datatype is None:
-            count = data.size if count is None else count
-            if count != data.size:
-                raise MPIException(
-                    ERR_ARG, f"rma.compat: Win.{call}: the target holds {count} elements, the origin {data.size}"
-                )
-            return [(0, data.size, base)]
-        count = 1 if count is None else count
-        runs, first = [], 0
-        size, itemsize = datatype.basic.itemsize, data.dtype.itemsize
-        for offset, elements in datatype.blocks(count):
-            nbytes = elements * size
-            if nbytes % itemsize:
-                raise MPIException(
-                    ERR_ARG, f"rma.compat: Win.{call}: the target datatype's runs do not hold whole origin elements"
-                )
-            runs.append((first, nbytes // itemsize, base + offset))
-            first += nbytes // itemsize
-        if first != data.size:
-            raise MPIException(
-                ERR_ARG,
-                f"rma.compat: Win.{call}: the target datatype holds {first} origin elements, the origin {data.size}",
-            )
-        if any(disp < 0 for _, _, disp in runs):
-            raise MPIException(ERR_RMA_RANGE, f"rma.compat: Win.{call}: the target lies before the window's start")
-        return runs
-
-    @staticmethod
-    def _origin_and_result(origin: Any, result: Any, op: Op, call: str) -> tuple[np.ndarray, np.ndarray]:
-        into = result_elements(result, f"Win.{call}")
-        if origin is None or (op is not None and op._name == "MPI_NO_OP" and _empty_spec(origin)):
-            return np.zeros_like(into), into  # (NO_OP reads no origin)
-        return origin_elements(origin, f"Win.{call}"), into
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Win):
             return NotImplemented
@@ -491,44 +451,9 @@ class Win(_core.FacadeWindow):
         return "<MPI.Win WIN_NULL>" if self._win is _NULL_WINDOW else f"<MPI.Win over {self._win!r}>"
 
 
-def _target(target: Any, call: str) -> tuple[int, int | None, Datatype | None]:
-    """(displacement, count, datatype) of a target specification: None, disp, or a sequence
-    (disp,), (disp, count) or (disp, count, datatype)."""
-    if target is None:
-        return 0, None, None
-    if isinstance(target, (list, tuple)):
-        items = list(target) + [None] * (3 - len(target))
-        if len(target) > 3:
-            raise MPIException(ERR_ARG, f"rma.compat: Win.{call}: a target is (disp, count, datatype), not {target!r}")
-        disp, count, datatype = items
-        disp = 0 if disp is None else disp
-        if isinstance(datatype, str):
-            datatype = Datatype.fromcode(datatype)
-        return int(disp), None if count is None else int(count), datatype
-    return int(target), None, None
-
-
 def _scale_of(flavor: int, units: list[int]) -> list[int]:
     """Bytes per displacement unit by rank, for the compiled base (none: bytes already)."""
     return [] if flavor == WIN_FLAVOR_DYNAMIC else units
-
-
-def _one_each(call: str, *buffers: np.ndarray) -> None:
-    """Fetch_and_op and Compare_and_swap move one element: each buffer holds one, of one type."""
-    dtype = buffers[0].dtype
-    for buffer_ in buffers:
-        if buffer_.size != 1 or buffer_.dtype != dtype:
-            described = ", ".join(f"{b.size} x {b.dtype}" for b in buffers)
-            raise ArgumentError(
-                f"rma.compat: Win.{call}: each buffer must hold one element of the same datatype, not {described}"
-            )
-
-
-def _empty_spec(spec: Any) -> bool:
-    try:
-        return origin_elements(spec, "Win").size == 0
-    except MPIException:
-        return True
 
 
 def _size(value: Any, call: str) -> int:
@@ -539,25 +464,6 @@ def _size(value: Any, call: str) -> int:
     if size < 0:
         raise MPIException(ERR_ARG, f"rma.compat: {call}: {size} is negative")
     return size
-
-
-class _Together:
-    """Several window requests as one (a target datatype with several runs)."""
-
-    def __init__(self, requests: list[Any]) -> None:
-        self._requests = requests
-
-    def wait(self) -> None:
-        for request in self._requests:
-            request.wait()
-
-    def test(self) -> bool:
-        return all([request.test() for request in self._requests])
-
-
-def _requests(requests: Any) -> Request:
-    made = list(requests)
-    return Request._of(made[0] if len(made) == 1 else _Together(made), message=False)
 
 
 # mpi4py's window calls that the facade does not cover.
