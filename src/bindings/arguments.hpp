@@ -1,4 +1,4 @@
-// Arguments of the compiled methods, parsed once in C++ (window_object.cpp, comm_object.cpp): the
+// Arguments of the compiled methods, parsed once in C++ (window_*_calls.cpp, comm_object.cpp): the
 // keyword/positional matching of a method, ints that must not be bools, and NumPy operands.
 // Every function here throws on a bad argument: rma::ArgumentTypeError (TypeError),
 // rma::UsageError (ValueError), or py::error_already_set for an error Python raised.

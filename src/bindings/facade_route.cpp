@@ -24,7 +24,7 @@ PyTypeObject* core_window = nullptr;         // rma._core.Window
 std::array<PyObject*, kCalls> own_method{};  // its methods as its dictionary holds them
 
 MethodFunction function_of(const char* name) {
-  for (auto methods : {window_methods::data_call_methods(), window_methods::sync_call_methods()}) {
+  for (auto methods : {window_methods::data_call_methods(), window_methods::epoch_call_methods()}) {
     for (const MethodSpec& spec : methods) {
       if (std::strcmp(spec.name, name) == 0) return spec.function;
     }

@@ -1,4 +1,4 @@
-// How the compiled window's methods run (window_object.cpp, window_data_calls.cpp): a body
+// How the compiled window's methods run (window_object.cpp and the window_*_calls.cpp): a body
 // whose C++ exceptions become Python's, core calls with the GIL released, the argument
 // matching of each method, and the checks every call starts with.
 #pragma once
@@ -73,8 +73,9 @@ PyObject* method0(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObj
 
 inline PyObject* none() { Py_RETURN_NONE; }
 
-// The methods of each file, for rma._core.Window's dictionary.
+// The methods of each file, for rma._core.Window's dictionary (window_object.cpp adds its own).
 std::span<const MethodSpec> data_call_methods();
-std::span<const MethodSpec> sync_call_methods();
+std::span<const MethodSpec> epoch_call_methods();
+std::span<const MethodSpec> local_call_methods();
 
 }  // namespace window_methods

@@ -32,8 +32,8 @@ struct WindowObject {
   WindowState* state;
 };
 
-// The closing calls of the epoch objects (epoch_object.cpp): the methods' own bodies. Each
-// returns false with a Python error set.
+// The closing calls of the epoch objects (epoch_object.cpp): the methods' own bodies
+// (window_epoch_calls.cpp). Each returns false with a Python error set.
 namespace window_calls {
 bool fence(WindowObject* self, long mode);
 bool complete(WindowObject* self);
