@@ -1,7 +1,7 @@
 // The communication calls: admit (the epoch rules of window/epochs.hpp, and the range), then
 // reach the target (window/route.hpp). The direct calls are the same two steps without
 // waiting and without raising: the compiled window type tries them first with the GIL held
-// (src/bindings/window_object.cpp), ~30 ns of C++ each, then the general call. Anything
+// (src/bindings/window_data_calls.cpp), ~30 ns of C++ each, then the general call. Anything
 // unusual (a strided region, PROC_NULL, a post not yet seen, an error to raise, a target
 // reached through the fabric, a kernel that refuses process_vm) returns false with nothing
 // done or counted, and the general path takes the call from the start.

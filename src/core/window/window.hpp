@@ -130,7 +130,7 @@ class Window : public std::enable_shared_from_this<Window> {
   // `bytes` bytes at byte `offset` of target's memory, and an epoch that admits the call
   // without waiting. True when done (complete at target, like every direct call); false, with
   // nothing done or counted, when the call needs the general form above, which also raises
-  // the errors. Callers try this first, with the GIL held (src/bindings/window_object.cpp).
+  // the errors. Callers try this first, with the GIL held (src/bindings/window_data_calls.cpp).
   bool put_direct(int target, const void* data, uint64_t offset, uint64_t bytes);
   bool get_direct(int target, void* out, uint64_t offset, uint64_t bytes);
   bool get_accumulate_direct(int target, ReduceOp op, ElementType type, const void* data, void* result, uint64_t offset,
