@@ -34,6 +34,8 @@ VectorClock& process_clock() {
 
 void register_check(py::module_& m) {
   using check_support::process_clock;
+  // The rows of a rank's clock board (rma.check.window allocates the board).
+  m.attr("CHECK_BOARD_ROWS") = rma::check::WindowChecker::kBoardRows;
   m.def(
       "check_clock_start", [](int rank, int size) { current_clock() = new VectorClock(rank, size); },
       "Make this process's RMA_CHECK clock: rma.init() calls it under RMA_CHECK.");

@@ -15,15 +15,16 @@ import operator
 
 import numpy as np
 
+from .._native import _core
 from ..comm import Comm
 from . import clock
 from .local import WatchedArray, spans_of
 
 __all__ = ["Checked"]
 
-# The rows of the checker's clock board, as WindowChecker::kBoardRows (lock and unlock: 0 and 1,
-# post: 2, complete: 3).
-_BOARD_ROWS = 4
+# The rows of the checker's clock board (lock and unlock: 0 and 1, post: 2, complete: 3), as the
+# core defines them (WindowChecker::kBoardRows, check/window_checker.hpp).
+_BOARD_ROWS = _core.CHECK_BOARD_ROWS
 
 
 class _PeerWatch:
