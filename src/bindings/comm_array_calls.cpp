@@ -156,7 +156,7 @@ PyObject* check_result(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
   });
 }
 
-const MethodSpec kMethods[] = {
+const MethodSpec kArrayMethods[] = {
     {"Allreduce", allreduce,
      "Allreduce($self, /, sendbuf, recvbuf=None, op=rma.Op.SUM)\n--\n\n"
      "Combine every rank's array element-wise with `op`; the result lands in `recvbuf` on every rank.\n\n"
@@ -175,4 +175,4 @@ const MethodSpec kMethods[] = {
 
 }  // namespace
 
-std::span<const MethodSpec> comm_array_methods() { return kMethods; }
+std::span<const MethodSpec> comm_array_methods() { return kArrayMethods; }

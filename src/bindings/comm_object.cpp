@@ -176,7 +176,7 @@ PyObject* irecv_then(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
   });
 }
 
-const MethodSpec kMethods[] = {
+const MethodSpec kCommMethods[] = {
     {"_barrier", barrier,
      "_barrier($self, /)\n--\n\n"
      "The barrier itself, which rma.Comm.barrier calls (so that a stack dump of a rank stuck in\n"
@@ -242,7 +242,7 @@ void register_comm_type(py::module_& m) {
   m.attr("ANY_SOURCE") = rma::Communicator::kAnySource;
   m.attr("ANY_TAG") = rma::Communicator::kAnyTag;
   if (PyType_Ready(comm_type()) < 0) throw py::error_already_set();
-  for (const MethodSpec& spec : kMethods) add_method(comm_type(), spec);
+  for (const MethodSpec& spec : kCommMethods) add_method(comm_type(), spec);
   for (const MethodSpec& spec : comm_array_methods()) add_method(comm_type(), spec);
   m.add_object("Comm", py::handle(reinterpret_cast<PyObject*>(comm_type())));
 }

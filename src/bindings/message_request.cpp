@@ -86,13 +86,13 @@ void fill(PyObject* status, const RequestObject* request) {
   pickled::fill_status(status, request->source, request->tag);
 }
 
-constexpr arguments::Parameters kWait{"wait", {"status"}, 1, 0, 1, "MessageRequest"};
-constexpr arguments::Parameters kTest{"test", {"status"}, 1, 0, 1, "MessageRequest"};
+constexpr arguments::Parameters kRequestWait{"wait", {"status"}, 1, 0, 1, "MessageRequest"};
+constexpr arguments::Parameters kRequestTest{"test", {"status"}, 1, 0, 1, "MessageRequest"};
 
 PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
     PyObject* status;
-    arguments::match(kWait, args, nargs, kwnames, &status);
+    arguments::match(kRequestWait, args, nargs, kwnames, &status);
     RequestObject* request = as_request(self);
     if (!request->done) complete(request, true);
     fill(status, request);
@@ -103,7 +103,7 @@ PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
     PyObject* status;
-    arguments::match(kTest, args, nargs, kwnames, &status);
+    arguments::match(kRequestTest, args, nargs, kwnames, &status);
     RequestObject* request = as_request(self);
     if (!request->done) complete(request, false);
     if (request->done) fill(status, request);
@@ -111,7 +111,7 @@ PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
   });
 }
 
-const MethodSpec kMethods[] = {
+const MethodSpec kRequestMethods[] = {
     {"wait", wait,
      "wait($self, /, status=None)\n--\n\n"
      "Wait for completion; return the received object (None for a send) and fill `status`.\n\n"
@@ -172,6 +172,6 @@ PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyOb
 
 void register_message_request_type(py::module_& m) {
   if (PyType_Ready(request_type()) < 0) throw py::error_already_set();
-  for (const MethodSpec& spec : kMethods) add_method(request_type(), spec);
+  for (const MethodSpec& spec : kRequestMethods) add_method(request_type(), spec);
   m.add_object("MessageRequest", py::handle(reinterpret_cast<PyObject*>(request_type())));
 }
