@@ -14,7 +14,8 @@
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
 #   ./dev.sh docs   build the documentation site (docs/, Sphinx) into docs/_build/html, warnings
 #                   as errors (./dev.sh test builds it too)
-#   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py);
+#   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py), and
+#                   with another build of rma with --baseline PYTHON;
 #                   ./dev.sh bench --hosts: rma between two hosts of a namespace test bed, beside
 #                   a raw TCP ceiling (as root; bench/across_hosts.py)
 #   ./dev.sh setup  only install
@@ -265,7 +266,7 @@ case "${1:-}" in
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | check [pytest args] | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] | setup" >&2
+    echo "usage: ./dev.sh demo | check [pytest args] | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] [--baseline PYTHON] | setup" >&2
     exit 2
     ;;
 esac

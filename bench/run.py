@@ -10,6 +10,7 @@ Without Python, the C++ core (bench/cpp/core_bench.cpp) runs the small cases nex
 cases in C over each MPI (bench/cpp/mpi_bench.c, built with that MPI's own mpicc).
 
 `--hosts` measures across two hosts of a test bed instead (bench/across_hosts.py).
+`--baseline PYTHON` adds the rma installed for that interpreter (another build), interleaved.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ COMPAT = "rma.compat"
 # left out: their bursts put to (get into) the same bytes without a flush between, as OSU's do,
 # which the checker rightly reports.
 CHECKED = "rma RMA_CHECK=1"
+# --baseline PYTHON: rma as another build installed for that interpreter (an earlier commit,
+# say), run with the same jobs, interleaved with this one's, so that a change's cost is read
+# from one run on one machine: baseline / rma per case.
+BASELINE = "rma baseline"
 CHECKED_CASES = (
     "put,get,accumulate,lock_put_unlock,fetch_and_op,compare_and_swap,fence_empty,fence_put,pscw_put,barrier"
 )
@@ -107,10 +112,11 @@ def mpiexec(python: Path, package: str, n: int, args: list[str]) -> list[str]:
     return launcher + [str(python), str(CASES), "--backend", "mpi4py", *args]
 
 
-def rmarun(n: int, args: list[str], backend: str = "rma") -> list[str]:
-    """A job of cases.py under rmarun; backend "mpi4py" runs its mpi4py code on rma's facade."""
+def rmarun(n: int, args: list[str], backend: str = "rma", python: str = sys.executable) -> list[str]:
+    """A job of cases.py under rmarun; backend "mpi4py" runs its mpi4py code on rma's facade.
+    `python`: the interpreter whose rma runs the job (--baseline's, or this one)."""
     facade = ["--mpi4py"] if backend == "mpi4py" else []
-    return [sys.executable, "-m", "rma", "-n", str(n), *facade, sys.executable, str(CASES), "--backend", backend, *args]
+    return [python, "-m", "rma", "-n", str(n), *facade, python, str(CASES), "--backend", backend, *args]
 
 
 def run_job(command: list[str], env: dict | None = None) -> list[dict]:
@@ -221,6 +227,12 @@ def main() -> None:
         action="store_true",
         help="rma between two hosts of a namespace test bed, beside a raw TCP ceiling (as root; bench/across_hosts.py)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also run rma as installed for this interpreter (another build), interleaved; "
+        "the table gains its column and baseline / rma",
+    )
     args = parser.parse_args()
     if args.hosts:
         import across_hosts
@@ -232,11 +244,11 @@ def main() -> None:
     # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks,
     # and the collective window cases at 4 and 8 ranks. The second of each pair is the job's rank
     # count when its rows are told apart by it ("barrier@8"), else 0.
-    def rma_jobs() -> list[tuple[list[str], int]]:
+    def rma_jobs(python: str = sys.executable) -> list[tuple[list[str], int]]:
         return (
-            [(rmarun(2, []), 0), (rmarun(4, ["--contended"]), 0)]
-            + [(rmarun(n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS]
-            + [(rmarun(n, SCALING_CASES), n) for n in SCALING_RANKS]
+            [(rmarun(2, [], python=python), 0), (rmarun(4, ["--contended"], python=python), 0)]
+            + [(rmarun(n, ["--communicator"], python=python), n) for n in COMMUNICATOR_RANKS]
+            + [(rmarun(n, SCALING_CASES, python=python), n) for n in SCALING_RANKS]
         )
 
     systems: dict[str, list[tuple[list[str], int]]] = {
@@ -244,6 +256,8 @@ def main() -> None:
         COMPAT: [(rmarun(2, [], "mpi4py"), 0)],
         CHECKED: [(["env", "RMA_CHECK=1", *rmarun(2, ["--cases", CHECKED_CASES])], 0)],
     }
+    if args.baseline:
+        systems[BASELINE] = rma_jobs(args.baseline)
     c_systems: dict[str, tuple[Path, str]] = {}
     if not args.no_mpi:
         for name, package in MPI_SYSTEMS.items():
@@ -290,7 +304,7 @@ def main() -> None:
 
 def write_results(values, ceiling, names, facade) -> None:
     rows = []
-    mpis = [n for n in names if n not in ("rma", COMPAT, CHECKED)]
+    mpis = [n for n in names if n not in ("rma", COMPAT, CHECKED, BASELINE)]
     cases = sorted({case for (case, _, _) in values}, key=_order)
     for case in cases:
         for size in sorted({s for (c, s, _) in values if c == case}):
@@ -311,6 +325,9 @@ def write_results(values, ceiling, names, facade) -> None:
                 row["compat / rma"] = row[COMPAT] / row["rma"]
             if CHECKED in row and "rma" in row:
                 row["checked / rma"] = row[CHECKED] / row["rma"]
+            if BASELINE in row and "rma" in row:
+                # Above 1: this build is faster (latency) or slower (bandwidth) than the baseline.
+                row["baseline / rma"] = row[BASELINE] / row["rma"]
             c_best = [row[c] for c in C_COLUMNS.values() if c in row]
             if c_best and CORE in row:
                 row["core / best C MPI"] = row[CORE] / min(c_best)
@@ -318,7 +335,7 @@ def write_results(values, ceiling, names, facade) -> None:
     columns = (
         ["case", "size"]
         + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
-        + ["memcpy", "rma / best mpi4py", "compat / rma", "checked / rma", "core / best C MPI"]
+        + ["memcpy", "rma / best mpi4py", "compat / rma", "checked / rma", "baseline / rma", "core / best C MPI"]
     )
     with open(RESULTS / "results.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
@@ -341,13 +358,8 @@ def fmt(case: str, value: float | None) -> str:
 
 
 def markdown_table(rows, names, mpis) -> str:
-    header = (
-        ["case", "size"]
-        + names
-        + ["memcpy", "rma / best mpi4py", "compat / rma", "checked / rma"]
-        + WITHOUT_PYTHON
-        + ["core / best C MPI"]
-    )
+    ratios = ["rma / best mpi4py", "compat / rma", "checked / rma"] + (["baseline / rma"] if BASELINE in names else [])
+    header = ["case", "size"] + names + ["memcpy", *ratios] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
         cells = [_title(row["case"]), _size(row["size"]) if _base(row["case"]) not in SINGLE else "8 B"]
@@ -360,7 +372,7 @@ def markdown_table(rows, names, mpis) -> str:
             )
             cells.append(fmt(row["case"], value) + spread if value is not None else "")
         cells.append(fmt(row["case"], row.get("memcpy")))
-        for key in ("rma / best mpi4py", "compat / rma", "checked / rma"):
+        for key in ratios:
             ratio = row.get(key)
             cells.append(f"{ratio:.2f}" if ratio is not None else "")
         for name in WITHOUT_PYTHON:
@@ -374,7 +386,9 @@ def markdown_table(rows, names, mpis) -> str:
         "better, and a ratio above 1 means rma is faster. memcpy: one copy of the same size in "
         "one process. rma.compat: cases.py's mpi4py code unchanged on rma's mpi4py facade "
         "(rmarun --mpi4py); compat / rma is what the facade costs over rma's own calls. "
-        f"{CHECKED}: the small cases under the conflict checker; checked / rma is its cost. The last "
+        f"{CHECKED}: the small cases under the conflict checker; checked / rma is its cost. "
+        f"{BASELINE} (--baseline): another build of rma; baseline / rma above 1 means this build's "
+        "latency is lower. The last "
         "columns run without Python: rma's C++ core and the same cases in C "
         "over each MPI (one run each, median of 2000 operations).\n"
     )
