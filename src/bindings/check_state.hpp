@@ -1,115 +1,65 @@
-// RMA_CHECK's part of a compiled window (check/window_checker.hpp has the rules and the
-// messages): the data calls record their accesses here as they return, and the origin and
-// result arrays they use are watched until the call completes at this rank.
+// RMA_CHECK's part of a compiled window, as the bindings hold it: the core's steps of each call
+// (check/call_steps.hpp: the records, the watches of origin and result arrays, the order of
+// each synchronization's steps) and what those steps ask of Python (the CallHost): the NumPy
+// arrays the watches name and their digests, the GIL, the user's line, the report.
 //
-// spec/002: an origin array must not be changed, nor a result array read or changed, until
-// the call completed at the origin (a flush, flush_local, unlock, fence, complete, or the
-// wait of its request). rma copies small origins at once on one host, but not a large put
-// through libfabric, which reads the array in place until then; and it fills a result some
-// time before that completion through a network. So the watch keeps a digest of each origin
-// array and compares it at the completion; and a result array's call fills a private buffer
-// ("staged"), which the completion copies into the array after comparing the array with its
-// digest. A read before then sees the array as it was before the call, as it may through a
+// A result array the checker watches is filled through a private buffer ("staged", a
+// bytearray), which the call's completion copies into the array after comparing the array with
+// its digest: a read before then sees the array as it was before the call, as it may through a
 // network (not reported); a change is. win.local and its views (a NumPy subclass) fill in
 // place: the owner's loads and stores of them are watched already.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
-#include <cstddef>
-#include <map>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arguments.hpp"
-#include "check/window_checker.hpp"
-#include "elements/region.hpp"
+#include "check/call_steps.hpp"
 
-class CheckState {
+class CheckState final : public rma::check::CallHost {
  public:
-  explicit CheckState(std::shared_ptr<rma::check::WindowChecker> checker) : checker_(std::move(checker)) {}
-  rma::check::WindowChecker& checker() { return *checker_; }
+  explicit CheckState(std::shared_ptr<rma::check::WindowChecker> checker) : steps_(std::move(checker), *this) {}
+  // Only in place: the steps hold a reference to it.
+  CheckState(const CheckState&) = delete;
+  CheckState& operator=(const CheckState&) = delete;
+
+  rma::check::CallSteps& steps() noexcept { return steps_; }
+  rma::check::WindowChecker& checker() noexcept { return steps_.checker(); }
 
   // Before a call that fills `result` (the caller's array, used in place): a private buffer
   // (a bytearray) the call should fill instead, or null when the array is not watched. The
   // caller holds it as long as the call may write into it, whatever the checker does.
   pybind11::object stage(const arguments::Operand& result, PyObject* given);
-  // After a data call to target (not PROC_NULL) has returned: its access, and the watches of
-  // its origin array (null: none) and of its result array filled through `staged` (null: not
-  // staged). Returns the call's serial, which a request names to complete its own watches. A
-  // conflict with this origin's earlier calls is reported here (raises under RMA_CHECK=1).
-  // call, op, dtype: names that live as long as the process ("win.put" interned).
+  // After a data call to target (not PROC_NULL) has returned: CallSteps::record, watching its
+  // origin array (null: none) and its result array filled through `staged` (null: not staged).
   uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
                   std::string_view dtype, std::span<const rma::check::Span> spans, PyObject* origin, PyObject* result,
                   PyObject* staged);
-  // A region's spans, for record (valid until the next call).
-  std::span<const rma::check::Span> spans_of(const rma::Region& region);
 
-  // The calls to targets completed at this rank (once the plain call that completes them has
-  // returned): origin arrays are free again, result arrays get what the calls brought.
-  void completed_here(std::span<const int> targets);
-  void completed_everywhere();
-  // One request-based call completed at this rank (its wait, or a test that succeeded).
-  void request_completed(int target, uint64_t serial);
-  // After a flush: the accesses completed at their targets, and completed_here unless local.
-  void flushed(std::span<const int> targets, bool local);
-  // Raises (RMA_CHECK=1) or warns (RMA_CHECK=warn) of the first conflict found, once.
-  void report();
-
-  // The synchronization calls' steps, once the plain call has returned (the blocking ones
-  // release the GIL). A conflict is reported by the closing calls, never by an opening one
-  // (post, start), which would leave its epoch open behind the exception.
-  // fence and free (collective): every call completed, here and at its target, and every
-  // rank's accesses exchanged. Does not report. A fence runs the exchange in place of its
-  // barrier (exchange_for_fence, without the GIL: it passes the ranks as the barrier would),
-  // then fenced_after_exchange.
-  void fenced(const char* call);
-  void exchange_for_fence(const char* call);
-  void fenced_after_exchange() { completed_everywhere(); }
-  void posting();  // before post: the clock the origins take
-  void posted();
-  void started(std::vector<int> group);
-  // Before complete (`core`: the window's, whose posts it waits for): the access epoch's
-  // calls completed and sent to their targets with this rank's clock. After it: completed.
-  void completing(rma::Window& core);
-  void completed();
-  void waited();  // wait, or a test that succeeded: the origins' completes taken in
-  // lock and lock_all, granted: the earlier holders' clocks taken in. Without the GIL: they
-  // run in the plain call's own release of it, as do unlocking and unlocking_all.
-  void locked(int target, bool exclusive);
-  void locked_all();
-  // unlock and unlock_all: before the plain call, the clock left at the targets and the
-  // accesses sent; after it (with the GIL), the calls completed here.
-  void unlocking(int target);
-  void unlocking_all();
-  void unlocked(std::span<const int> targets);
-  void synced();  // win.sync: the accesses other origins sent taken in
+  // ---- what the steps ask of Python (rma::check::CallHost) ----
+  uint64_t digest(rma::check::ArraySlot slot) override;
+  void deliver(rma::check::ArraySlot slot) override;
+  void release(rma::check::ArraySlot slot) override;
+  void blocking(const std::function<void()>& step) override;
+  const std::string& call_site() override;
+  void report(const std::string& conflict) override;
 
  private:
-  struct Watched {
-    int target;
-    uint64_t serial;
-    pybind11::object array;  // the caller's
-    uint64_t digest;         // of its bytes at the call
-    rma::check::AccessRef access;
-    bool result;              // a result array (else an origin)
-    pybind11::object staged;  // what the call filled, for a result (a bytearray)
+  struct Held {
+    pybind11::object array;   // the caller's
+    pybind11::object staged;  // what the call fills, for a result (a bytearray)
   };
-  // Finishes the watches `done` picks (in call order), keeping the others.
-  template <class Done>
-  void finish_watches(Done&& done);
-  void finish(std::span<const Watched> entries);
+  rma::check::ArraySlot hold(PyObject* array, PyObject* staged);
 
-  std::shared_ptr<rma::check::WindowChecker> checker_;
-  std::vector<Watched> watched_;         // in call order
-  std::vector<Watched> finishing_;       // (memory reused by each completion)
-  std::vector<rma::check::Span> spans_;  // (memory reused by each record)
-  std::map<int, bool> locks_;            // target -> exclusive, from lock to unlock
-  bool lock_all_ = false;
-  std::vector<int> access_group_;  // start's, until complete
-  uint64_t serial_ = 0;
+  std::vector<Held> held_;                   // by slot
+  std::vector<rma::check::ArraySlot> free_;  // slots released, for the next holds
+  rma::check::CallSteps steps_;
 };
 
 namespace check_support {

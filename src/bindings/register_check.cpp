@@ -82,7 +82,7 @@ void register_check(py::module_& m) {
   py::class_<CheckState, std::shared_ptr<CheckState>>(m, "WindowCheck",
                                                       "A checked window's RMA_CHECK state (check/window_checker.hpp).")
       .def(
-          "exchange", [](CheckState& s, const std::string& call) { s.fenced(call.c_str()); },
+          "exchange", [](CheckState& s, const std::string& call) { s.steps().freed(call.c_str()); },
           "free: every call completed, here and at its target, and every rank's accesses exchanged (collective).")
       .def(
           "direct",
@@ -92,5 +92,5 @@ void register_check(py::module_& m) {
             s.checker().direct(target, store, std::move(list), check_support::call_site());
           },
           "A load (store=False) or store of target's memory by this rank, at these sorted byte spans.")
-      .def("report", &CheckState::report, "Raise (or warn of) the first conflict found, once.");
+      .def("report", [](CheckState& s) { s.steps().report(); }, "Raise (or warn of) the first conflict found, once.");
 }

@@ -203,7 +203,7 @@ uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind
   CheckState* check = checking(self, rank);
   if (check == nullptr) return 0;
   std::string_view element = dtype != nullptr ? std::string_view(dtype_name(dtype)) : std::string_view();
-  std::span<const rma::check::Span> spans = touched.region != nullptr ? check->spans_of(*touched.region)
+  std::span<const rma::check::Span> spans = touched.region != nullptr ? check->steps().spans_of(*touched.region)
                                             : touched.run.start < touched.run.stop
                                                 ? std::span<const rma::check::Span>(&touched.run, 1)
                                                 : std::span<const rma::check::Span>();

@@ -15,6 +15,7 @@
 namespace py = pybind11;
 
 using namespace window_methods;
+using rma::check::CallSteps;
 
 namespace {
 
@@ -109,7 +110,7 @@ bool checked_step(WindowObject* self, Step&& step) {
   CheckState* check = state_of(self).check.get();
   if (check == nullptr) return true;
   return guarded([&]() -> PyObject* {
-           step(*check);
+           step(check->steps());
            return Py_None;
          }) != nullptr;
 }
@@ -126,13 +127,14 @@ PyObject* group_epoch(WindowObject* self, PyObject** slot, const char* call, Epo
   check_open(self, call);
   std::vector<int> group = group_of(slot[0], call);
   long mode = mode_of(slot[1], call);
-  if (CheckState* check = state_of(self).check.get(); check != nullptr && kind == EpochKind::Post) check->posting();
+  if (CheckState* check = state_of(self).check.get(); check != nullptr && kind == EpochKind::Post)
+    check->steps().posting();
   released([&] { (core_of(self).*open)(group, static_cast<int>(mode)); });
   if (CheckState* check = state_of(self).check.get()) {
     if (kind == EpochKind::Post) {
-      check->posted();
+      check->steps().posted();
     } else {
-      check->started(group);
+      check->steps().started(group);
     }
   }
   return new_epoch(reinterpret_cast<PyObject*>(self), kind, 0);
@@ -153,7 +155,7 @@ PyObject* test(WindowObject* self) {
   check_open(self, "test");
   bool done = false;
   released([&] { done = core_of(self).test(); });
-  if (done && !checked_step(self, [](CheckState& check) { check.waited(); })) return nullptr;
+  if (done && !checked_step(self, [](CallSteps& check) { check.waited(); })) return nullptr;
   return PyBool_FromLong(done);
 }
 
@@ -213,7 +215,7 @@ template <class Step, class Release>
 void checked_grant(CheckState* check, Step&& step, Release&& release) {
   if (check == nullptr) return;
   try {
-    step(*check);
+    step(check->steps());
   } catch (...) {
     try {
       release();
@@ -233,8 +235,7 @@ PyObject* lock(WindowObject* self, PyObject** slot) {
   CheckState* check = state_of(self).check.get();
   released([&] {
     core_of(self).lock(rank, type, static_cast<int>(mode));
-    checked_grant(
-        check, [&](CheckState& state) { state.locked(rank, exclusive); }, [&] { core_of(self).unlock(rank); });
+    checked_grant(check, [&](CallSteps& state) { state.locked(rank, exclusive); }, [&] { core_of(self).unlock(rank); });
   });
   if (interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Lock, rank);
@@ -264,7 +265,7 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
   CheckState* check = state_of(self).check.get();
   released([&] {
     core_of(self).lock_all(static_cast<int>(mode));
-    checked_grant(check, [](CheckState& state) { state.locked_all(); }, [&] { core_of(self).unlock_all(); });
+    checked_grant(check, [](CallSteps& state) { state.locked_all(); }, [&] { core_of(self).unlock_all(); });
   });
   if (interrupted_as_granted([&] { return window_calls::unlock_all(self); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::LockAll, 0);
@@ -274,7 +275,7 @@ PyObject* unlock_all(WindowObject* self) { return window_calls::unlock_all(self)
 
 // RMA_CHECK: after a flush of targets (local: a flush_local, which orders nothing at them).
 PyObject* checked_flush(WindowObject* self, std::span<const int> targets, bool local) {
-  if (CheckState* check = state_of(self).check.get()) check->flushed(targets, local);
+  if (CheckState* check = state_of(self).check.get()) check->steps().flushed(targets, local);
   return none();
 }
 
@@ -304,7 +305,7 @@ PyObject* flush_local_all(WindowObject* self) { return flush_every(self, "flush_
 PyObject* sync(WindowObject* self) {
   check_open(self, "sync");
   core_of(self).sync();
-  if (!checked_step(self, [](CheckState& check) { check.synced(); })) return nullptr;
+  if (!checked_step(self, [](CallSteps& check) { check.synced(); })) return nullptr;
   return none();
 }
 
@@ -345,49 +346,46 @@ bool fence(WindowObject* self, long mode) {
     return synchronize(self, "fence", kEveryTarget, [&] { core_of(self).fence(static_cast<int>(mode)); });
   }
   // RMA_CHECK's exchange of accesses passes the ranks: it is the fence's barrier.
-  return synchronize(self, "fence", kEveryTarget,
-                     [&] {
-                       core_of(self).fence(static_cast<int>(mode), [check] { check->exchange_for_fence("win.fence"); });
-                     }) &&
-         checked_step(self, [](CheckState& check) {
-           check.fenced_after_exchange();
-           check.report();
-         });
+  return synchronize(
+             self, "fence", kEveryTarget,
+             [&] { core_of(self).fence(static_cast<int>(mode), [check] { check->steps().exchange("win.fence"); }); }) &&
+         checked_step(self, [](CallSteps& check) { check.fenced(); });
 }
 
 bool complete(WindowObject* self) {
   return checked_step(self,
-                      [&](CheckState& check) {
+                      [&](CallSteps& check) {
                         check_open(self, "complete");  // (a freed window's checker has no board left)
                         check.completing(core_of(self));
                       }) &&
          synchronize(self, "complete", kEveryTarget, [&] { core_of(self).complete(); }) &&
-         checked_step(self, [](CheckState& check) { check.completed(); });
+         checked_step(self, [](CallSteps& check) { check.completed(); });
 }
 
 bool wait(WindowObject* self) {
   return synchronize(self, "wait", rma::kProcNull, [&] { core_of(self).wait(); }) &&  // completes no call of ours
-         checked_step(self, [](CheckState& check) { check.waited(); });
+         checked_step(self, [](CallSteps& check) { check.waited(); });
 }
 
 bool unlock(WindowObject* self, int rank) {
   CheckState* check = state_of(self).check.get();
   return synchronize(self, "unlock", rank,
                      [&] {
-                       if (check != nullptr) check->unlocking(rank);  // (before: it sends what the unlock completes)
+                       if (check != nullptr)
+                         check->steps().unlocking(rank);  // (before: it sends what the unlock completes)
                        core_of(self).unlock(rank);
                      }) &&
-         checked_step(self, [&](CheckState& check) { check.unlocked(std::span<const int>(&rank, 1)); });
+         checked_step(self, [&](CallSteps& check) { check.unlocked(std::span<const int>(&rank, 1)); });
 }
 
 bool unlock_all(WindowObject* self) {
   CheckState* check = state_of(self).check.get();
   return synchronize(self, "unlock_all", kEveryTarget,
                      [&] {
-                       if (check != nullptr) check->unlocking_all();
+                       if (check != nullptr) check->steps().unlocking_all();
                        core_of(self).unlock_all();
                      }) &&
-         checked_step(self, [](CheckState& check) { check.unlocked(check.checker().everyone()); });
+         checked_step(self, [](CallSteps& check) { check.unlocked(check.checker().everyone()); });
 }
 
 bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done) {
@@ -395,7 +393,7 @@ bool request_test(WindowObject* self, int rank, uint64_t serial, bool& done) {
            bool idle = false;
            released([&] { idle = core_of(self).target_idle(rank, "Request.test"); });
            if (idle) state_of(self).held.finish(rank);
-           if (idle && state_of(self).check) state_of(self).check->request_completed(rank, serial);
+           if (idle && state_of(self).check) state_of(self).check->steps().request_completed(rank, serial);
            done = idle;
            return Py_None;
          }) != nullptr;
@@ -409,7 +407,7 @@ bool request_wait(WindowObject* self, int rank, uint64_t serial) {
                core.flush(rank, "Request.wait");
            });
            state_of(self).held.finish(rank);
-           if (state_of(self).check) state_of(self).check->request_completed(rank, serial);
+           if (state_of(self).check) state_of(self).check->steps().request_completed(rank, serial);
            return Py_None;
          }) != nullptr;
 }

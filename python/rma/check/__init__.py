@@ -7,9 +7,11 @@ concept per file:
 
 - src/core/check/ (compiled): the vector clock (`vector_clock.hpp`), what one access touched
   and when two conflict (`access.hpp`), what a target learnt of the accesses to its memory
-  (`journal.hpp`), and a window's checker with its messages (`window_checker.hpp`);
-- src/bindings/check_state.hpp: the compiled window records its calls and watches their
-  origin and result arrays;
+  (`journal.hpp`), a window's checker with its messages (`window_checker.hpp`), the watches of
+  origin and result arrays (`array_watches.hpp`), and the steps of each call of a checked
+  window (`call_steps.hpp`);
+- src/bindings/check_state.hpp: what those steps ask of Python (the arrays, the GIL, the
+  report), for the compiled window, which runs them;
 - `clock.py`: the clock's steps for the calls that order ranks in Python;
 - `comm.py`: the communicator calls that order ranks carry the clock;
 - `local.py`: the owner's loads and stores of `win.local`;

@@ -1,12 +1,13 @@
 """The window calls under RMA_CHECK: each access is recorded, each synchronization carries the clock.
 
 The compiled window records its communication calls, completes them at its flushes, and runs
-the checker's step of each synchronization call (src/bindings/check_state.hpp; the rules, the
-journal and the checker's messages are in src/core/check/, whose window_checker.hpp says how
-each synchronization carries the clock). What is Python here: the checker's communicator and
-its clock board (a plain window), the owner's loads and stores of `win.local`
-(local.py), and free. `Checked` is a mixin: rma/_window_kinds.py composes it onto rma.Window
-(as `CheckedWindow`) for the windows of a job under RMA_CHECK.
+the checker's step of each synchronization call (src/core/check/call_steps.hpp, through
+src/bindings/check_state.hpp; the rules, the journal and the checker's messages are in
+src/core/check/ too, whose window_checker.hpp says how each synchronization carries the
+clock). What is Python here: the checker's communicator and its clock board (a plain window),
+the owner's loads and stores of `win.local` (local.py), and free. `Checked` is a mixin:
+rma/_window_kinds.py composes it onto rma.Window (as `CheckedWindow`) for the windows of a job
+under RMA_CHECK.
 """
 
 from __future__ import annotations

@@ -73,6 +73,8 @@ struct Access {
 
   bool operator==(const Access& other) const;
 };
+// An origin's record of its calls (one per shape and clock: window_checker.hpp).
+using AccessRef = std::shared_ptr<const Access>;
 
 // The merged spans of the elements at `start` plus every combination of index * stride over
 // `dims` (count, stride in bytes; strides may be negative).

@@ -48,8 +48,6 @@
 
 namespace rma::check {
 
-using AccessRef = std::shared_ptr<const Access>;
-
 class WindowChecker {
  public:
   // Origins send a target the accesses that flush and unlock completed in batches: once this
