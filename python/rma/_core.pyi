@@ -150,8 +150,8 @@ class Comm:
         dest: int,
         sendtag: int = 0,
         *,
-        source: int = -1,
-        recvtag: int = -1,
+        source: int = ...,
+        recvtag: int = ...,
         status: Any = None,
     ) -> Any: ...
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest: ...

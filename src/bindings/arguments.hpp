@@ -14,21 +14,14 @@
 #include <vector>
 
 #include "elements/reduce.hpp"
+#include "parameters.hpp"
 
 namespace arguments {
 
 namespace py = pybind11;
 
-// One method's parameters, as its signature names them: the first `positional` may be given
-// by position, the rest by keyword only; the first `required` must be given.
-struct Parameters {
-  const char* method;  // "put", for messages: "win.put() missing ..."
-  std::array<const char*, 6> names;
-  int count;
-  int required;
-  int positional;
-  const char* owner = "win";  // how messages name the object: "win.put()", "comm.send()"
-};
+using Parameter = parameters::Parameter;
+using Parameters = parameters::Parameters;
 
 // Fills slots[i] (borrowed, null when absent) from a vectorcall's arguments, as Python would,
 // with Python's own errors (TypeError: missing, unexpected or doubled arguments).
