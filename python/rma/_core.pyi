@@ -66,6 +66,13 @@ def tune_malloc() -> bool: ...
 def usable_providers() -> list[str]: ...
 def providers_that_know_sources() -> list[str]: ...
 
+class TransportSetting(enum.Enum):
+    """RMA_TRANSPORT's settings, as the core names them (rma._job.settings judges the variable)."""
+
+    AUTO = "auto"
+    SHARED_MEMORY = "shared-memory"
+    LIBFABRIC = "libfabric"
+
 class Runtime:
     def __init__(
         self,
@@ -75,7 +82,7 @@ class Runtime:
         node: str = "",
         timeout: float = 300.0,
         progress_sleep_us: int = 1000,
-        transport: str = "auto",
+        transport: TransportSetting = ...,
         hang_report: float = 10.0,
         fabric_sleep: bool = False,
         trust_network: bool = False,
