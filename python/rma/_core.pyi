@@ -57,6 +57,7 @@ class LockType(enum.Enum):
 
 PROC_NULL: int
 ELEMENT_DTYPES: tuple[np.dtype[Any], ...]
+ACCEPTED_NUMBER_KINDS: dict[str, str]
 
 # ---- runtime (register_runtime.cpp, register_communicator.cpp) ----
 

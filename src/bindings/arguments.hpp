@@ -61,10 +61,11 @@ void check_plain(PyObject* dtype, const char* call, const char* role);
 // others copied (origins) or given a contiguous stand-in (results, copied back later).
 Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expected, bool raw_ok, bool writable,
                    const char* call, const char* role);
-// A Python number (int, float, complex, bool) as one element of `type`, when that is the
-// documented conversion: bool only into bool, ints into integers (ValueError if it does not
-// fit) and into floats or complex, floats into floats or complex, complex into complex.
-// False (nothing set) if value is no Python number; TypeError if it is the wrong kind.
+// A Python number (int, float, complex, bool) as one element of `type`, when the element takes
+// a number of its kind (elements/number_kinds.hpp: bool only into bool, ints into integers,
+// floats or complex, floats into floats or complex, complex into complex); ValueError if it
+// does not fit. False (nothing set) if value is no Python number or type is raw bytes;
+// TypeError if it is the wrong kind.
 bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& out, const char* call);
 
 }  // namespace arguments
