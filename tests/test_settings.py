@@ -156,6 +156,19 @@ def test_good_values_parse_as_documented(env, field, expected):
     assert getattr(settings.job_settings(env), field) == expected
 
 
+def test_rma_transport_is_judged_here_and_named_as_the_core_names_it():
+    # settings.py is the one judge of RMA_TRANSPORT; the core takes the member of its enum whose
+    # name settings.py accepted, and parses no text itself.
+    from rma._native import _core
+
+    assert tuple(member.value for member in _core.TransportSetting) == settings.TRANSPORTS
+    for name in settings.TRANSPORTS:
+        assert settings.transport({"RMA_TRANSPORT": name.upper()}) == name
+        assert _core.TransportSetting(name).value == name
+    with pytest.raises(TypeError, match="transport must be an rma._core.TransportSetting, not str"):
+        _core.Runtime(0, 1, "shm", transport="auto")
+
+
 def test_the_place_in_the_job_parses_as_before():
     assert settings.rank_and_size({}) == (None, None)
     assert settings.rank_and_size({"RMA_RANK": "3", "RMA_SIZE": "4"}) == (3, 4)

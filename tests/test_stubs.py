@@ -50,6 +50,6 @@ def test_stub_enums_have_the_core_values() -> None:
     from rma._native import _core
 
     enums = _stub_enums()
-    assert sorted(enums) == ["LockType", "Mode", "Op"]
+    assert sorted(enums) == ["LockType", "Mode", "Op", "TransportSetting"]
     for name, members in enums.items():
         assert members == [(member.name, member.value) for member in getattr(_core, name)], name

@@ -137,6 +137,42 @@ def test_arguments_of_the_wrong_kind_are_type_errors(comm):
         win.free()
 
 
+@pytest.mark.rma(nprocs=[1, 2], timeout=60)
+def test_a_number_and_a_list_of_it_follow_one_rule(comm):
+    # Which numbers a window's dtype takes is one rule of the core (elements/number_kinds.hpp):
+    # a number is judged by it in C++, a list of numbers by its export in Python
+    # (_core.ACCEPTED_NUMBER_KINDS). Both must refuse (TypeError) and take the same.
+    from rma.ops import ELEMENT_DTYPES
+
+    peer = (comm.rank + 1) % comm.size
+    windows = [rma.Window.allocate(comm, 2, dtype) for dtype in ELEMENT_DTYPES]
+    disagree = []
+    for win in windows:
+        with win.lock(peer):
+            for number in (True, 1, 2**63, 2.5, 1j):
+                refused = []
+                for origin in (number, [number]):
+                    try:
+                        win.put(origin, peer)
+                        refused.append(False)
+                    except TypeError:
+                        refused.append(True)
+                    except ValueError:  # of the kind taken, but too large (2**63 into int64)
+                        refused.append(False)
+                if refused[0] != refused[1]:
+                    disagree.append(f"{number!r} into {win.dtype}: {'refused' if refused[0] else 'taken'} alone")
+    assert not disagree, disagree
+    # (And the rule is the documented one: a bool only into bool, an int into a float.)
+    ints, floats = (windows[ELEMENT_DTYPES.index(np.dtype(t))] for t in (np.int64, np.float64))
+    with floats.lock(peer), ints.lock(peer):
+        floats.put([1, 2], peer)
+        with pytest.raises(TypeError, match="a list of bool values is not a list of int64 values"):
+            ints.put([True], peer)
+    for win in windows:
+        comm.barrier()
+        win.free()
+
+
 @pytest.mark.rma(**EVERYWHERE)
 def test_proc_null_checks_arguments_like_any_call(comm):
     win = rma.Window.allocate(comm, 4, np.int64)

@@ -57,6 +57,7 @@ class LockType(enum.Enum):
 
 PROC_NULL: int
 ELEMENT_DTYPES: tuple[np.dtype[Any], ...]
+ACCEPTED_NUMBER_KINDS: dict[str, str]
 
 # ---- runtime (register_runtime.cpp, register_communicator.cpp) ----
 
@@ -65,6 +66,13 @@ def chain_interrupt_handler() -> None: ...
 def tune_malloc() -> bool: ...
 def usable_providers() -> list[str]: ...
 def providers_that_know_sources() -> list[str]: ...
+
+class TransportSetting(enum.Enum):
+    """RMA_TRANSPORT's settings, as the core names them (rma._job.settings judges the variable)."""
+
+    AUTO = "auto"
+    SHARED_MEMORY = "shared-memory"
+    LIBFABRIC = "libfabric"
 
 class Runtime:
     def __init__(
@@ -75,7 +83,7 @@ class Runtime:
         node: str = "",
         timeout: float = 300.0,
         progress_sleep_us: int = 1000,
-        transport: str = "auto",
+        transport: TransportSetting = ...,
         hang_report: float = 10.0,
         fabric_sleep: bool = False,
         trust_network: bool = False,
@@ -150,8 +158,8 @@ class Comm:
         dest: int,
         sendtag: int = 0,
         *,
-        source: int = -1,
-        recvtag: int = -1,
+        source: int = ...,
+        recvtag: int = ...,
         status: Any = None,
     ) -> Any: ...
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MessageRequest: ...

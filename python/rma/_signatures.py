@@ -1,36 +1,33 @@
-"""Signatures of the compiled window's methods, for inspect.signature and IPython's `obj?`.
+"""Signatures of the compiled methods, for inspect.signature and IPython's `obj?`.
 
-The methods (src/bindings/method_object.cpp) carry CPython's text signature as the first line
-of their docstring; built-in methods cannot express defaults such as `op=rma.Op.SUM` there, so
-we build the inspect.Signature here, evaluating each default in the rma package.
+Each method of rma._core's Window, Comm, MessageRequest and FacadeWindow carries its parameter
+table (src/bindings/parameters.hpp), the one source of its signature, as `_parameters`: a
+(name, default, keyword_only) per parameter, the default a Python expression such as
+`rma.Op.SUM` (None: required). Built-in methods cannot express such defaults, so we build the
+inspect.Signature here, evaluating each default in the rma package.
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
 
 import rma
 
+# One parameter of a compiled method's table: (name, default expression or None, keyword-only).
+Described = tuple[str, str | None, bool]
 
-def from_text(line: str) -> inspect.Signature:
-    """Return the Signature of `name($self, /, a, b=0, *, c=None)`, defaults evaluated in rma."""
-    arguments = ast.parse(f"def {line.replace('$', '')}: pass").body[0].args  # type: ignore[attr-defined]
-    parameters = []
 
-    def add(node: ast.arg, kind: inspect._ParameterKind, default: ast.expr | None) -> None:
-        value = inspect.Parameter.empty if default is None else eval(ast.unparse(default), {"rma": rma})  # noqa: S307
-        parameters.append(inspect.Parameter(node.arg, kind, default=value))
+def default_of(expression: str | None) -> object:
+    """Return the value of a table's default (inspect.Parameter.empty for a required one)."""
+    if expression is None:
+        return inspect.Parameter.empty
+    return eval(expression, {"rma": rma})  # noqa: S307 (the tables' own text, compiled into rma)
 
-    positional = arguments.posonlyargs + arguments.args
-    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    for index, (node, default) in enumerate(zip(positional, defaults)):
-        kind = (
-            inspect.Parameter.POSITIONAL_ONLY
-            if index < len(arguments.posonlyargs)
-            else inspect.Parameter.POSITIONAL_OR_KEYWORD
-        )
-        add(node, kind, default)
-    for node, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-        add(node, inspect.Parameter.KEYWORD_ONLY, default)
-    return inspect.Signature(parameters)
+
+def from_parameters(parameters: tuple[Described, ...]) -> inspect.Signature:
+    """Return the Signature of a compiled method: `self` (positional only), then its table's."""
+    made = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+    for name, default, keyword_only in parameters:
+        kind = inspect.Parameter.KEYWORD_ONLY if keyword_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        made.append(inspect.Parameter(name, kind, default=default_of(default)))
+    return inspect.Signature(made)

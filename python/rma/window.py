@@ -43,8 +43,8 @@ _CREATION_CALLS = {
 }
 
 # Which kinds of Python numbers an origin list may hold, by the kind of the window's dtype
-# (NumPy's dtype.kind): the same rules as for single numbers (src/bindings/arguments.cpp).
-_ACCEPTED_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "iuf", "c": "iufc"}
+# (NumPy's dtype.kind): the core's rule for single numbers too (elements/number_kinds.hpp).
+_ACCEPTED_KINDS: dict[str, str] = _core.ACCEPTED_NUMBER_KINDS
 
 
 class Window(_core.Window):

@@ -3,9 +3,11 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "base/errors.hpp"
 #include "constants.hpp"
+#include "elements/number_kinds.hpp"
 
 namespace arguments {
 
@@ -127,18 +129,25 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
   bool is_bool = PyBool_Check(value), is_int = PyLong_Check(value) && !is_bool;
   bool is_float = PyFloat_Check(value), is_complex = PyComplex_Check(value);
   if (!(is_bool || is_int || is_float || is_complex) || is_enum_constant(value)) return false;
-  auto store = [&](auto element) { std::memcpy(out.data(), &element, sizeof element); };
-  auto refuse = [&] {
+  std::optional<rma::NumberKind> element = rma::number_kind(type);
+  if (!element) return false;  // raw bytes: the general conversion (Python)
+  rma::NumberKind kind = is_bool    ? rma::NumberKind::Bool
+                         : is_int   ? rma::NumberKind::Integer
+                         : is_float ? rma::NumberKind::Real
+                                    : rma::NumberKind::Complex;
+  if (!rma::takes(*element, kind)) {
     type_error(std::string("rma: win.") + call + ": a Python " + type_name(value) + " is not a value of " +
                rma::describe(type) + " (pass an array of that dtype to convert on purpose)");
-  };
+  }
+  // From here on the number is of a kind the element takes (number_kinds.hpp); what is left to
+  // check is whether it fits.
+  auto store = [&](auto element) { std::memcpy(out.data(), &element, sizeof element); };
   auto too_big = [&] {
     throw rma::UsageError(std::string("rma: win.") + call + ": " + py::repr(value).cast<std::string>() +
                           " does not fit " + rma::describe(type));
   };
   auto integral = [&](auto tag) {
     using T = decltype(tag);
-    if (!is_int) refuse();
     int overflow = 0;
     if constexpr (std::is_signed_v<T>) {
       long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -154,9 +163,8 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
       store(static_cast<T>(number));
     }
   };
-  auto real = [&]() -> double {
+  auto real = [&]() -> double {  // an int or a float
     if (is_float) return PyFloat_AS_DOUBLE(value);
-    if (!is_int) refuse();
     double number = PyLong_AsDouble(value);
     if (number == -1.0 && PyErr_Occurred()) {
       PyErr_Clear();
@@ -165,10 +173,7 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
     return number;
   };
   switch (type) {
-    case ElementType::Bool:
-      if (!is_bool) refuse();
-      store(static_cast<bool>(value == Py_True));
-      return true;
+    case ElementType::Bool: store(static_cast<bool>(value == Py_True)); return true;
     case ElementType::Int8: integral(int8_t{}); return true;
     case ElementType::UInt8: integral(uint8_t{}); return true;
     case ElementType::Int16: integral(int16_t{}); return true;
@@ -177,21 +182,11 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
     case ElementType::UInt32: integral(uint32_t{}); return true;
     case ElementType::Int64: integral(int64_t{}); return true;
     case ElementType::UInt64: integral(uint64_t{}); return true;
-    case ElementType::Float32:
-      if (is_complex) refuse();
-      store(static_cast<float>(real()));
-      return true;
-    case ElementType::Float64:
-      if (is_complex) refuse();
-      store(real());
-      return true;
-    case ElementType::LongDouble:
-      if (is_complex) refuse();
-      store(static_cast<long double>(real()));
-      return true;
+    case ElementType::Float32: store(static_cast<float>(real())); return true;
+    case ElementType::Float64: store(real()); return true;
+    case ElementType::LongDouble: store(static_cast<long double>(real())); return true;
     case ElementType::Complex64:
     case ElementType::Complex128: {
-      if (is_bool) refuse();
       std::complex<double> number =
           is_complex ? std::complex<double>(PyComplex_RealAsDouble(value), PyComplex_ImagAsDouble(value))
                      : std::complex<double>(real(), 0.0);
@@ -202,8 +197,9 @@ bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& o
       }
       return true;
     }
-    default: return false;  // raw bytes: the general conversion (Python)
+    case ElementType::Bytes: return false;
   }
+  return false;
 }
 
 }  // namespace arguments

@@ -14,21 +14,14 @@
 #include <vector>
 
 #include "elements/reduce.hpp"
+#include "parameters.hpp"
 
 namespace arguments {
 
 namespace py = pybind11;
 
-// One method's parameters, as its signature names them: the first `positional` may be given
-// by position, the rest by keyword only; the first `required` must be given.
-struct Parameters {
-  const char* method;  // "put", for messages: "win.put() missing ..."
-  std::array<const char*, 6> names;
-  int count;
-  int required;
-  int positional;
-  const char* owner = "win";  // how messages name the object: "win.put()", "comm.send()"
-};
+using Parameter = parameters::Parameter;
+using Parameters = parameters::Parameters;
 
 // Fills slots[i] (borrowed, null when absent) from a vectorcall's arguments, as Python would,
 // with Python's own errors (TypeError: missing, unexpected or doubled arguments).
@@ -68,10 +61,11 @@ void check_plain(PyObject* dtype, const char* call, const char* role);
 // others copied (origins) or given a contiguous stand-in (results, copied back later).
 Operand from_array(PyObject* array, const TargetLayout& target, PyObject* expected, bool raw_ok, bool writable,
                    const char* call, const char* role);
-// A Python number (int, float, complex, bool) as one element of `type`, when that is the
-// documented conversion: bool only into bool, ints into integers (ValueError if it does not
-// fit) and into floats or complex, floats into floats or complex, complex into complex.
-// False (nothing set) if value is no Python number; TypeError if it is the wrong kind.
+// A Python number (int, float, complex, bool) as one element of `type`, when the element takes
+// a number of its kind (elements/number_kinds.hpp: bool only into bool, ints into integers,
+// floats or complex, floats into floats or complex, complex into complex); ValueError if it
+// does not fit. False (nothing set) if value is no Python number or type is raw bytes;
+// TypeError if it is the wrong kind.
 bool scalar(PyObject* value, rma::ElementType type, std::array<std::byte, 16>& out, const char* call);
 
 }  // namespace arguments

@@ -127,8 +127,10 @@ PyObject* reduce_arrays(PyObject* self, PyObject* sendbuf, PyObject* recvbuf, Py
   Py_RETURN_NONE;
 }
 
-constexpr Parameters kAllreduce{"Allreduce", {"sendbuf", "recvbuf", "op"}, 3, 1, 3, "comm"};
-constexpr Parameters kReduce{"Reduce", {"sendbuf", "recvbuf", "op", "root"}, 4, 1, 4, "comm"};
+constexpr arguments::Parameter kSendbuf{"sendbuf"}, kRecvbuf{"recvbuf", "None"}, kOp{"op", "rma.Op.SUM"};
+constexpr Parameters kAllreduce{"Allreduce", {kSendbuf, kRecvbuf, kOp}, 3, "comm"};
+constexpr Parameters kReduce{"Reduce", {kSendbuf, kRecvbuf, kOp, {"root", "0"}}, 4, "comm"};
+constexpr Parameters kCheckResult{"_check_result", {{"value"}, {"data"}, {"call"}, {"name"}}, 4, "comm"};
 
 PyObject* allreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
@@ -150,26 +152,24 @@ PyObject* reduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObje
 // Bcast's check of its buffer (rma.Comm.Bcast, in Python), by the rule the reductions use.
 PyObject* check_result(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
-    if (nargs != 4 || kwnames != nullptr) throw rma::ArgumentTypeError("_check_result(value, data, call, name)");
-    check_result_array(args[0], args[1], py::str(args[2]), py::str(args[3]).cast<std::string>().c_str());
+    PyObject* slot[4];
+    arguments::match(kCheckResult, args, nargs, kwnames, slot);
+    check_result_array(slot[0], slot[1], py::str(slot[2]), py::str(slot[3]).cast<std::string>().c_str());
     Py_RETURN_NONE;
   });
 }
 
 const MethodSpec kArrayMethods[] = {
-    {"Allreduce", allreduce,
-     "Allreduce($self, /, sendbuf, recvbuf=None, op=rma.Op.SUM)\n--\n\n"
+    {kAllreduce, allreduce,
      "Combine every rank's array element-wise with `op`; the result lands in `recvbuf` on every rank.\n\n"
      "Arrays of numbers (the dtypes windows take), the same size on every rank; `recvbuf` a\n"
      "writable array of that dtype and size. Without `recvbuf`, the result replaces `sendbuf`\n"
      "(in place). The mpi4py spelling; for objects, use ``allreduce``.\n"
      "Example: ``comm.Allreduce(local_sums)`` (in place)."},
-    {"Reduce", reduce,
-     "Reduce($self, /, sendbuf, recvbuf=None, op=rma.Op.SUM, root=0)\n--\n\n"
+    {kReduce, reduce,
      "As ``Allreduce``, with the result on `root` only (recvbuf is ignored elsewhere).\n\n"
      "Example: ``comm.Reduce(partial, total, op=rma.MAX)  # total filled on rank 0``."},
-    {"_check_result", check_result,
-     "_check_result($self, /, value, data, call, name)\n--\n\n"
+    {kCheckResult, check_result,
      "Raise unless array `value` can receive a result of `data`'s dtype and size (writable)."},
 };
 

@@ -85,10 +85,17 @@ PyObject* receive_object(PyObject* self, int source, int tag, PyObject* status, 
   return pickled::loads(data.ptr());
 }
 
-constexpr Parameters kSend{"send", {"obj", "dest", "tag"}, 3, 2, 3, "comm"};
-constexpr Parameters kIsend{"isend", {"obj", "dest", "tag"}, 3, 2, 3, "comm"};
-constexpr Parameters kRecv{"recv", {"source", "tag", "status"}, 3, 1, 3, "comm"};
-constexpr Parameters kSendrecv{"sendrecv", {"obj", "dest", "sendtag", "source", "recvtag", "status"}, 6, 2, 3, "comm"};
+// The parameters of the calls (parameters.hpp: their signatures too).
+constexpr arguments::Parameter kObj{"obj"}, kDest{"dest"}, kSource{"source"}, kTag{"tag", "0"},
+    kStatus{"status", "None"};
+constexpr Parameters kSend{"send", {kObj, kDest, kTag}, 3, "comm"};
+constexpr Parameters kIsend{"isend", {kObj, kDest, kTag}, 3, "comm"};
+constexpr Parameters kRecv{"recv", {kSource, kTag, kStatus}, 3, "comm"};
+constexpr Parameters kSendrecv{
+    "sendrecv",
+    {kObj, kDest, {"sendtag", "0"}, {"source", "rma.ANY_SOURCE"}, {"recvtag", "rma.ANY_TAG"}, kStatus},
+    3,
+    "comm"};
 
 // send's and isend's arguments (obj, dest, tag=0), checked, then the send.
 void send_call(PyObject* self, const Parameters& parameters, PyObject* const* args, Py_ssize_t nargs,
@@ -131,7 +138,7 @@ PyObject* sendrecv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
   });
 }
 
-constexpr Parameters kBarrier{"_barrier", {}, 0, 0, 0, "comm"};
+constexpr Parameters kBarrier{"_barrier", {}, 0, "comm"};
 
 PyObject* barrier(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
@@ -142,8 +149,8 @@ PyObject* barrier(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObj
   });
 }
 
-constexpr Parameters kIrecv{"irecv", {"source", "tag"}, 2, 1, 2, "comm"};
-constexpr Parameters kIrecvThen{"_irecv", {"source", "tag", "finish"}, 3, 3, 3, "comm"};
+constexpr Parameters kIrecv{"irecv", {kSource, kTag}, 2, "comm"};
+constexpr Parameters kIrecvThen{"_irecv", {kSource, {"tag"}, {"finish"}}, 3, "comm"};
 
 PyObject* isend(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
@@ -177,35 +184,28 @@ PyObject* irecv_then(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 const MethodSpec kCommMethods[] = {
-    {"_barrier", barrier,
-     "_barrier($self, /)\n--\n\n"
+    {kBarrier, barrier,
      "The barrier itself, which rma.Comm.barrier calls (so that a stack dump of a rank stuck in\n"
      "it shows a frame named barrier)."},
-    {"send", send,
-     "send($self, /, obj, dest, tag=0)\n--\n\n"
+    {kSend, send,
      "Send `obj` to rank `dest` with `tag` (0 and up); return without waiting for the matching recv.\n\n"
      "A send to ``rma.PROC_NULL`` does nothing. Example: ``comm.send({\"step\": 3}, dest=1, tag=7)``."},
-    {"recv", recv,
-     "recv($self, /, source, tag=0, status=None)\n--\n\n"
+    {kRecv, recv,
      "Return the oldest object sent by rank `source` with `tag`, waiting for one.\n\n"
      "`source` may be ``rma.ANY_SOURCE`` and `tag` ``rma.ANY_TAG``; pass an ``rma.Status`` as\n"
      "`status` to learn the message's source and tag. A receive from ``rma.PROC_NULL`` returns\n"
      "None at once. Example: ``obj = comm.recv(rma.ANY_SOURCE, rma.ANY_TAG, status=st)``."},
-    {"sendrecv", sendrecv,
-     "sendrecv($self, /, obj, dest, sendtag=0, *, source=rma.ANY_SOURCE, recvtag=rma.ANY_TAG, status=None)\n--\n\n"
+    {kSendrecv, sendrecv,
      "Send `obj` to `dest` and return the object received from `source` (a shift or an exchange).\n\n"
      "Never deadlocks, as sends never wait for their recv. Example, a ring:\n"
      "``left = comm.sendrecv(x, (rank + 1) % size, source=(rank - 1) % size)``."},
-    {"isend", isend,
-     "isend($self, /, obj, dest, tag=0)\n--\n\n"
+    {kIsend, isend,
      "Send as ``send`` does and return a request, already complete (sends never wait for their recv).\n\n"
      "Example: ``req = comm.isend(block, (comm.rank + 1) % comm.size); ...; req.wait()``."},
-    {"irecv", irecv,
-     "irecv($self, /, source, tag=0)\n--\n\n"
+    {kIrecv, irecv,
      "Post a receive (arguments as ``recv``) and return at once; ``request.wait()`` returns the object.\n\n"
      "Example: ``req = comm.irecv(0); ...; obj = req.wait()``."},
-    {"_irecv", irecv_then,
-     "_irecv($self, /, source, tag, finish)\n--\n\n"
+    {kIrecvThen, irecv_then,
      "irecv whose request passes the received object through finish(obj) once, before wait() returns it."},
 };
 

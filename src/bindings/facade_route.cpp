@@ -26,7 +26,7 @@ std::array<PyObject*, kCalls> own_method{};  // its methods as its dictionary ho
 MethodFunction function_of(const char* name) {
   for (auto methods : {window_methods::data_call_methods(), window_methods::epoch_call_methods()}) {
     for (const MethodSpec& spec : methods) {
-      if (std::strcmp(spec.name, name) == 0) return spec.function;
+      if (std::strcmp(spec.parameters.method, name) == 0) return spec.function;
     }
   }
   throw std::logic_error(std::string("rma._core.FacadeWindow: rma._core.Window has no ") + name);

@@ -34,6 +34,7 @@
 
 #include "facade_route.hpp"
 #include "method_object.hpp"
+#include "parameters.hpp"
 
 namespace py = pybind11;
 
@@ -41,6 +42,10 @@ namespace {
 
 using facade_route::Call;
 using facade_route::general;
+using parameters::Parameter;
+using parameters::Parameters;
+// A call's arguments in the order of its parameters (null: not given).
+using Slots = std::array<PyObject*, parameters::kMostParameters>;
 
 struct FacadeObject {
   PyObject_HEAD
@@ -138,18 +143,17 @@ bool served(PyObject* self) { return as_facade(self)->route.served; }
 // A call's arguments by position, its keywords put in their places (null: not given). False
 // (the Python path then gives Python's own error) for a keyword the call does not have, an
 // argument given twice, or more than the call takes.
-template <size_t N>
-bool by_position(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const std::array<const char*, N>& names,
-                 std::array<PyObject*, N>& slots) {
-  if (nargs > static_cast<Py_ssize_t>(N)) return false;
+bool by_position(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const Parameters& parameters,
+                 Slots& slots) {
+  if (nargs > parameters.count) return false;
   slots.fill(nullptr);
   std::copy(args, args + nargs, slots.begin());
   Py_ssize_t keywords = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < keywords; ++k) {
     PyObject* keyword = PyTuple_GET_ITEM(kwnames, k);
-    size_t at = 0;
-    while (at < N && PyUnicode_CompareWithASCIIString(keyword, names[at]) != 0) ++at;
-    if (at == N || slots[at] != nullptr) return false;
+    int at = 0;
+    while (at < parameters.count && PyUnicode_CompareWithASCIIString(keyword, parameters.names[at]) != 0) ++at;
+    if (at == parameters.count || slots[at] != nullptr) return false;
     slots[at] = args[nargs + k];
   }
   return true;
@@ -159,14 +163,14 @@ bool by_position(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, con
 // target_rank, byte displacement, op): `rank_at` is where target_rank stands, and an op, where
 // the call has one, follows the target. `plain` says whether the buffers (every argument before
 // the rank is given) are what the fast path takes.
-template <size_t N, class Plain>
+template <class Plain>
 PyObject* data_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Call call,
-                    const char* general_name, const std::array<const char*, N>& names, Plain plain) {
-  const bool has_op = std::string_view(names[N - 1]) == "op";
-  const Py_ssize_t rank_at = has_op ? N - 3 : N - 2;
+                    const char* general_name, const Parameters& parameters, Plain plain) {
+  const bool has_op = std::string_view(parameters.names[parameters.count - 1]) == "op";
+  const Py_ssize_t rank_at = parameters.count - (has_op ? 3 : 2);
   const Py_ssize_t op_at = rank_at + 2;
-  std::array<PyObject*, N> slot;
-  if (served(self) && by_position(args, nargs, kwnames, names, slot) &&
+  Slots slot;
+  if (served(self) && by_position(args, nargs, kwnames, parameters, slot) &&
       std::all_of(slot.begin(), slot.begin() + rank_at + 1, [](PyObject* given) { return given != nullptr; }) &&
       plain(slot.data())) {
     PyObject* op = nullptr;  // (not given: rma's default, SUM, which is MPI's too)
@@ -192,34 +196,40 @@ PyObject* data_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
   return general(self, general_name, args, nargs, kwnames);
 }
 
-constexpr std::array<const char*, 3> kPutNames{"origin", "target_rank", "target"};
-constexpr std::array<const char*, 4> kAccumulateNames{"origin", "target_rank", "target", "op"};
-constexpr std::array<const char*, 5> kGetAccumulateNames{"origin", "result", "target_rank", "target", "op"};
-constexpr std::array<const char*, 5> kFetchAndOpNames{"origin", "result", "target_rank", "target_disp", "op"};
-constexpr std::array<const char*, 5> kCompareAndSwapNames{"origin", "compare", "result", "target_rank", "target_disp"};
+// mpi4py's parameters of each call (parameters.hpp: their signatures too; the Python methods
+// `_Put`... take the same, tests/test_signatures.py). A default names the facade's constant.
+constexpr Parameter kOrigin{"origin"}, kResult{"result"}, kTargetRank{"target_rank"}, kTarget{"target", "None"},
+    kOp{"op", "rma.compat.MPI.SUM"}, kTargetDisp{"target_disp", "0"}, kRank{"rank"}, kAssertion{"assertion", "0"};
+constexpr Parameters kPut{"Put", {kOrigin, kTargetRank, kTarget}, 3};
+constexpr Parameters kGet{"Get", {kOrigin, kTargetRank, kTarget}, 3};
+constexpr Parameters kAccumulate{"Accumulate", {kOrigin, kTargetRank, kTarget, kOp}, 4};
+constexpr Parameters kGetAccumulate{"Get_accumulate", {kOrigin, kResult, kTargetRank, kTarget, kOp}, 5};
+constexpr Parameters kFetchAndOp{"Fetch_and_op", {kOrigin, kResult, kTargetRank, kTargetDisp, kOp}, 5};
+constexpr Parameters kCompareAndSwap{"Compare_and_swap", {kOrigin, {"compare"}, kResult, kTargetRank, kTargetDisp}, 5};
+constexpr Parameters kLock{"Lock", {kRank, {"lock_type", "rma.compat.MPI.LOCK_EXCLUSIVE"}, kAssertion}, 3};
 
 // Put(origin, target_rank, target=None)
 PyObject* Put(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kPut, "_Put", kPutNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kPut, "_Put", kPut,
                    [](PyObject* const* a) { return plain_array(a[0]); });
 }
 
 // Get(origin, target_rank, target=None): into a C-contiguous array only (rma would copy into
 // any other through a stand-in; the Python path decides what MPI allows).
 PyObject* Get(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kGet, "_Get", kPutNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kGet, "_Get", kGet,
                    [](PyObject* const* a) { return plain_array(a[0]) && c_contiguous(a[0]); });
 }
 
 // Accumulate(origin, target_rank, target=None, op=SUM)
 PyObject* Accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kAccumulate, "_Accumulate", kAccumulateNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kAccumulate, "_Accumulate", kAccumulate,
                    [](PyObject* const* a) { return plain_array(a[0]); });
 }
 
 // Get_accumulate(origin, result, target_rank, target=None, op=SUM)
 PyObject* Get_accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kGetAccumulate, "_Get_accumulate", kGetAccumulateNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kGetAccumulate, "_Get_accumulate", kGetAccumulate,
                    [](PyObject* const* a) {
                      return plain_array(a[0]) && plain_array(a[1]) && c_contiguous(a[1]) && alike(a[0], a[1]);
                    });
@@ -227,25 +237,23 @@ PyObject* Get_accumulate(PyObject* self, PyObject* const* args, Py_ssize_t nargs
 
 // Fetch_and_op(origin, result, target_rank, target_disp=0, op=SUM)
 PyObject* Fetch_and_op(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kFetchAndOp, "_Fetch_and_op", kFetchAndOpNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kFetchAndOp, "_Fetch_and_op", kFetchAndOp,
                    [](PyObject* const* a) { return plain_array(a[0]) && plain_array(a[1]) && single(a[0], a[1]); });
 }
 
 // Compare_and_swap(origin, compare, result, target_rank, target_disp=0)
 PyObject* Compare_and_swap(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  return data_call(self, args, nargs, kwnames, facade_route::kCompareAndSwap, "_Compare_and_swap", kCompareAndSwapNames,
+  return data_call(self, args, nargs, kwnames, facade_route::kCompareAndSwap, "_Compare_and_swap", kCompareAndSwap,
                    [](PyObject* const* a) {
                      return plain_array(a[0]) && plain_array(a[1]) && plain_array(a[2]) && single(a[0], a[2]) &&
                             single(a[1], a[2]);
                    });
 }
 
-constexpr std::array<const char*, 3> kLockNames{"rank", "lock_type", "assertion"};
-
 // Lock(rank, lock_type=MPI.LOCK_EXCLUSIVE, assertion=0): rma's lock(rank, LockType, mode).
 PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  std::array<PyObject*, 3> slot;
-  if (served(self) && by_position(args, nargs, kwnames, kLockNames, slot) && slot[0] != nullptr &&
+  Slots slot;
+  if (served(self) && by_position(args, nargs, kwnames, kLock, slot) && slot[0] != nullptr &&
       lock_types[0].rma != nullptr) {
     PyObject* type = lock_types[0].rma;  // (MPI's default: exclusive)
     if (slot[1] != nullptr) {
@@ -268,22 +276,24 @@ PyObject* Lock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 // mode): each enters rma's call of the same meaning, and returns what MPI's returns.
 enum class Returns { Nothing, True, Same };
 struct Forward {
-  const char* general;  // the Python method for every other case
-  Call own;             // rma's call
+  Parameters parameters;  // mpi4py's (its name, its signature)
+  const char* general;    // the Python method for every other case
+  Call own;               // rma's call
   Returns returns;
 };
-constexpr Forward kFence{"_Fence", facade_route::kFence, Returns::Nothing};
-constexpr Forward kComplete{"_Complete", facade_route::kComplete, Returns::Nothing};
-constexpr Forward kWait{"_Wait", facade_route::kWait, Returns::True};
-constexpr Forward kTest{"_Test", facade_route::kTest, Returns::Same};
-constexpr Forward kUnlock{"_Unlock", facade_route::kUnlock, Returns::Nothing};
-constexpr Forward kLockAll{"_Lock_all", facade_route::kLockAll, Returns::Nothing};
-constexpr Forward kUnlockAll{"_Unlock_all", facade_route::kUnlockAll, Returns::Nothing};
-constexpr Forward kFlush{"_Flush", facade_route::kFlush, Returns::Nothing};
-constexpr Forward kFlushAll{"_Flush_all", facade_route::kFlushAll, Returns::Nothing};
-constexpr Forward kFlushLocal{"_Flush_local", facade_route::kFlushLocal, Returns::Nothing};
-constexpr Forward kFlushLocalAll{"_Flush_local_all", facade_route::kFlushLocalAll, Returns::Nothing};
-constexpr Forward kSync{"_Sync", facade_route::kSync, Returns::Nothing};
+constexpr Forward kFence{{"Fence", {kAssertion}, 1}, "_Fence", facade_route::kFence, Returns::Nothing};
+constexpr Forward kComplete{{"Complete", {}, 0}, "_Complete", facade_route::kComplete, Returns::Nothing};
+constexpr Forward kWait{{"Wait", {}, 0}, "_Wait", facade_route::kWait, Returns::True};
+constexpr Forward kTest{{"Test", {}, 0}, "_Test", facade_route::kTest, Returns::Same};
+constexpr Forward kUnlock{{"Unlock", {kRank}, 1}, "_Unlock", facade_route::kUnlock, Returns::Nothing};
+constexpr Forward kLockAll{{"Lock_all", {kAssertion}, 1}, "_Lock_all", facade_route::kLockAll, Returns::Nothing};
+constexpr Forward kUnlockAll{{"Unlock_all", {}, 0}, "_Unlock_all", facade_route::kUnlockAll, Returns::Nothing};
+constexpr Forward kFlush{{"Flush", {kRank}, 1}, "_Flush", facade_route::kFlush, Returns::Nothing};
+constexpr Forward kFlushAll{{"Flush_all", {}, 0}, "_Flush_all", facade_route::kFlushAll, Returns::Nothing};
+constexpr Forward kFlushLocal{{"Flush_local", {kRank}, 1}, "_Flush_local", facade_route::kFlushLocal, Returns::Nothing};
+constexpr Forward kFlushLocalAll{
+    {"Flush_local_all", {}, 0}, "_Flush_local_all", facade_route::kFlushLocalAll, Returns::Nothing};
+constexpr Forward kSync{{"Sync", {}, 0}, "_Sync", facade_route::kSync, Returns::Nothing};
 
 template <const Forward& F>
 PyObject* forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -296,52 +306,32 @@ PyObject* forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObj
 }
 
 const MethodSpec methods[] = {
-    {"Put", Put,
-     "Put($self, /, origin, target_rank, target=None)\n--\n\n"
+    {kPut, Put,
      "Put origin's data into target_rank's window (MPI_Put); target: a displacement in its disp_unit,\n"
      "(disp, count) or (disp, count, datatype)."},
-    {"Get", Get,
-     "Get($self, /, origin, target_rank, target=None)\n--\n\n"
-     "Get data of target_rank's window into origin (MPI_Get)."},
-    {"Accumulate", Accumulate,
-     "Accumulate($self, /, origin, target_rank, target=None, op=rma.compat.MPI.SUM)\n--\n\n"
-     "Combine origin's data into target_rank's window with op (MPI_Accumulate)."},
-    {"Get_accumulate", Get_accumulate,
-     "Get_accumulate($self, /, origin, result, target_rank, target=None, op=rma.compat.MPI.SUM)\n--\n\n"
+    {kGet, Get, "Get data of target_rank's window into origin (MPI_Get)."},
+    {kAccumulate, Accumulate, "Combine origin's data into target_rank's window with op (MPI_Accumulate)."},
+    {kGetAccumulate, Get_accumulate,
      "Fetch target_rank's data into result, then combine origin's into it (MPI_Get_accumulate)."},
-    {"Fetch_and_op", Fetch_and_op,
-     "Fetch_and_op($self, /, origin, result, target_rank, target_disp=0, op=rma.compat.MPI.SUM)\n--\n\n"
+    {kFetchAndOp, Fetch_and_op,
      "Fetch one element into result and combine origin's into it, atomically (MPI_Fetch_and_op)."},
-    {"Compare_and_swap", Compare_and_swap,
-     "Compare_and_swap($self, /, origin, compare, result, target_rank, target_disp=0)\n--\n\n"
+    {kCompareAndSwap, Compare_and_swap,
      "Fetch one element into result; replace it by origin's if it equals compare's (MPI_Compare_and_swap)."},
-    {"Lock", Lock,
-     "Lock($self, /, rank, lock_type=rma.compat.MPI.LOCK_EXCLUSIVE, assertion=0)\n--\n\n"
-     "Start a passive-target epoch at rank (MPI_Win_lock)."},
-    {"Fence", forward<kFence>,
-     "Fence($self, /, assertion=0)\n--\n\nEnd one fence epoch and start the next (MPI_Win_fence)."},
-    {"Complete", forward<kComplete>,
-     "Complete($self, /)\n--\n\nEnd the access epoch that Start began (MPI_Win_complete)."},
-    {"Wait", forward<kWait>,
-     "Wait($self, /)\n--\n\nEnd the exposure epoch that Post began, once its origins completed (MPI_Win_wait)."},
-    {"Test", forward<kTest>,
-     "Test($self, /)\n--\n\nEnd the exposure epoch if its origins completed; say whether (MPI_Win_test)."},
-    {"Unlock", forward<kUnlock>,
-     "Unlock($self, /, rank)\n--\n\nEnd the passive-target epoch at rank (MPI_Win_unlock)."},
-    {"Lock_all", forward<kLockAll>,
-     "Lock_all($self, /, assertion=0)\n--\n\nStart a shared passive-target epoch at every rank (MPI_Win_lock_all)."},
-    {"Unlock_all", forward<kUnlockAll>,
-     "Unlock_all($self, /)\n--\n\nEnd the epoch that Lock_all began (MPI_Win_unlock_all)."},
-    {"Flush", forward<kFlush>,
-     "Flush($self, /, rank)\n--\n\nComplete every call to rank, there and here (MPI_Win_flush)."},
-    {"Flush_all", forward<kFlushAll>,
-     "Flush_all($self, /)\n--\n\nComplete every call to every rank (MPI_Win_flush_all)."},
-    {"Flush_local", forward<kFlushLocal>,
-     "Flush_local($self, /, rank)\n--\n\nComplete every call to rank here: its buffers are free (MPI_Win_flush_local)."},
-    {"Flush_local_all", forward<kFlushLocalAll>,
-     "Flush_local_all($self, /)\n--\n\nFlush_local to every rank (MPI_Win_flush_local_all)."},
-    {"Sync", forward<kSync>,
-     "Sync($self, /)\n--\n\nSynchronize the public and private copies of the window (MPI_Win_sync)."},
+    {kLock, Lock, "Start a passive-target epoch at rank (MPI_Win_lock)."},
+    {kFence.parameters, forward<kFence>, "End one fence epoch and start the next (MPI_Win_fence)."},
+    {kComplete.parameters, forward<kComplete>, "End the access epoch that Start began (MPI_Win_complete)."},
+    {kWait.parameters, forward<kWait>,
+     "End the exposure epoch that Post began, once its origins completed (MPI_Win_wait)."},
+    {kTest.parameters, forward<kTest>, "End the exposure epoch if its origins completed; say whether (MPI_Win_test)."},
+    {kUnlock.parameters, forward<kUnlock>, "End the passive-target epoch at rank (MPI_Win_unlock)."},
+    {kLockAll.parameters, forward<kLockAll>, "Start a shared passive-target epoch at every rank (MPI_Win_lock_all)."},
+    {kUnlockAll.parameters, forward<kUnlockAll>, "End the epoch that Lock_all began (MPI_Win_unlock_all)."},
+    {kFlush.parameters, forward<kFlush>, "Complete every call to rank, there and here (MPI_Win_flush)."},
+    {kFlushAll.parameters, forward<kFlushAll>, "Complete every call to every rank (MPI_Win_flush_all)."},
+    {kFlushLocal.parameters, forward<kFlushLocal>,
+     "Complete every call to rank here: its buffers are free (MPI_Win_flush_local)."},
+    {kFlushLocalAll.parameters, forward<kFlushLocalAll>, "Flush_local to every rank (MPI_Win_flush_local_all)."},
+    {kSync.parameters, forward<kSync>, "Synchronize the public and private copies of the window (MPI_Win_sync)."},
 };
 
 PyObject* get_window(PyObject* self, void*) {

@@ -86,8 +86,8 @@ void fill(PyObject* status, const RequestObject* request) {
   pickled::fill_status(status, request->source, request->tag);
 }
 
-constexpr arguments::Parameters kRequestWait{"wait", {"status"}, 1, 0, 1, "MessageRequest"};
-constexpr arguments::Parameters kRequestTest{"test", {"status"}, 1, 0, 1, "MessageRequest"};
+constexpr arguments::Parameters kRequestWait{"wait", {{"status", "None"}}, 1, "MessageRequest"};
+constexpr arguments::Parameters kRequestTest{"test", {{"status", "None"}}, 1, "MessageRequest"};
 
 PyObject* wait(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
@@ -112,13 +112,10 @@ PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 const MethodSpec kRequestMethods[] = {
-    {"wait", wait,
-     "wait($self, /, status=None)\n--\n\n"
+    {kRequestWait, wait,
      "Wait for completion; return the received object (None for a send) and fill `status`.\n\n"
      "An interrupted wait() keeps the message: the next wait() returns it."},
-    {"test", test,
-     "test($self, /, status=None)\n--\n\n"
-     "Return whether the request has completed; fill `status` when it has (receives)."},
+    {kRequestTest, test, "Return whether the request has completed; fill `status` when it has (receives)."},
 };
 
 PyObject* request_repr(PyObject* self) {

@@ -2,20 +2,22 @@
 // (method_object.cpp): they are called like built-in methods (no bound-method object on
 // `win.put(...)`, thanks to Py_TPFLAGS_METHOD_DESCRIPTOR), and, unlike built-in methods, they
 // have a __signature__ whose defaults may be rma.SUM or rma.LOCK_EXCLUSIVE (inspect.signature,
-// IPython's `win.put?`).
+// IPython's `win.put?`), made from the parameter table that also matches their arguments
+// (parameters.hpp), which they show as `_parameters`.
 #pragma once
 
 #include <Python.h>
+
+#include "parameters.hpp"
 
 // The function of a method: self, then the call's other arguments (vectorcall convention).
 using MethodFunction = PyObject* (*)(PyObject * self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
 
 struct MethodSpec {
-  const char* name;
+  // Its name and signature (parameters.hpp); the same table matches the method's arguments.
+  const parameters::Parameters& parameters;
   MethodFunction function;
-  // "name($self, /, a, b=0)\n--\n\nOne imperative line.\n\nMore." (CPython's text-signature
-  // form; defaults are Python expressions evaluated in the rma package, e.g. rma.Op.SUM).
-  const char* doc;
+  const char* doc;  // "One imperative line.\n\nMore."
 };
 
 // Puts the method `spec` in `type`'s dictionary (after PyType_Ready). Throws on failure.

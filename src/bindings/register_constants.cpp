@@ -1,13 +1,16 @@
 // The constants of the API, made from the core's own tables so that Python restates none of
 // them: rma.Op (elements/reduce.hpp), rma.Mode and rma.LockType (window/window.hpp),
-// PROC_NULL, and ELEMENT_DTYPES (the NumPy dtype of each element type, in the core's order).
+// PROC_NULL, ELEMENT_DTYPES (the NumPy dtype of each element type, in the core's order) and
+// ACCEPTED_NUMBER_KINDS (elements/number_kinds.hpp).
 // The enum classes are Python's enum.Enum / enum.Flag, made here with the core's values.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <array>
+#include <string>
 
 #include "constants.hpp"
+#include "elements/number_kinds.hpp"
 #include "window/lock_queue.hpp"
 #include "window/window.hpp"
 
@@ -30,6 +33,27 @@ constexpr Flag kModeFlags[] = {
     {"NOCHECK", rma::kModeNoCheck},     {"NOSTORE", rma::kModeNoStore},     {"NOPUT", rma::kModeNoPut},
     {"NOPRECEDE", rma::kModeNoPrecede}, {"NOSUCCEED", rma::kModeNoSucceed},
 };
+
+// The NumPy kinds (dtype.kind) of the arrays that hold numbers of each kind, in the order of
+// rma::NumberKind.
+constexpr const char* kNumpyKinds[] = {"b", "iu", "f", "c"};
+
+// The number-kind rule (elements/number_kinds.hpp) in NumPy's terms, for rma.Window._origin_of:
+// for the kind of each window dtype that holds numbers, the kinds of the arrays whose values it
+// takes: {"b": "b", "i": "iu", "u": "iu", "f": "iuf", "c": "iufc"}.
+py::dict accepted_number_kinds() {
+  py::dict accepted;
+  for (rma::NumberKind element : rma::kNumberKinds) {
+    std::string taken;
+    for (rma::NumberKind value : rma::kNumberKinds) {
+      if (rma::takes(element, value)) taken += kNumpyKinds[static_cast<size_t>(value)];
+    }
+    for (const char* kind = kNumpyKinds[static_cast<size_t>(element)]; *kind != '\0'; ++kind) {
+      accepted[py::str(std::string(1, *kind))] = taken;
+    }
+  }
+  return accepted;
+}
 
 py::object make_enum(const char* base, const char* name, const py::list& members, const char* doc) {
   py::object made = py::module_::import("enum").attr(base)(name, members, py::arg("module") = "rma");
@@ -135,4 +159,5 @@ void register_constants(py::module_& m) {
   // The dtypes every window call takes for accumulates; any other fixed-size plain dtype is
   // moved as raw bytes (put and get).
   m.attr("ELEMENT_DTYPES") = py::tuple(dtypes);
+  m.attr("ACCEPTED_NUMBER_KINDS") = accepted_number_kinds();
 }

@@ -1,6 +1,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
+#include <cctype>
+#include <string>
+
 #include "base/interrupts.hpp"
 #include "base/malloc_tuning.hpp"
 #include "fabric/provider_info.hpp"
@@ -15,6 +19,38 @@ std::vector<std::byte> to_bytes(const py::bytes& data) {
   auto begin = reinterpret_cast<const std::byte*>(view.data());
   return {begin, begin + view.size()};
 }
+
+// rma._core.TransportSetting: an enum.Enum whose members' values are the core's names of the
+// settings (AUTO = "auto", SHARED_MEMORY = "shared-memory"...). The bootstrap passes the
+// member of the name settings.py judged (the one place that reads RMA_TRANSPORT).
+std::array<py::object, rma::kTransportSettingNames.size()>& transport_members() {
+  static auto* members = new std::array<py::object, rma::kTransportSettingNames.size()>();  // (for the process)
+  return *members;
+}
+
+py::object make_transport_settings() {
+  py::list members;
+  for (const char* name : rma::kTransportSettingNames) {
+    std::string member = name;
+    for (char& c : member) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    members.append(py::make_tuple(member, name));
+  }
+  py::object made =
+      py::module_::import("enum").attr("Enum")("TransportSetting", members, py::arg("module") = "rma._core");
+  made.attr("__doc__") = "RMA_TRANSPORT's settings, as the core names them (rma._job.settings judges the variable).";
+  for (size_t i = 0; i < rma::kTransportSettingNames.size(); ++i) {
+    transport_members()[i] = made(rma::kTransportSettingNames[i]);
+  }
+  return made;
+}
+
+rma::TransportSetting transport_setting_of(const py::object& value) {
+  for (size_t i = 0; i < transport_members().size(); ++i) {
+    if (value.is(transport_members()[i])) return static_cast<rma::TransportSetting>(i);
+  }
+  throw py::type_error("transport must be an rma._core.TransportSetting, not " +
+                       py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+}
 }  // namespace
 
 void register_runtime(py::module_& m) {
@@ -28,9 +64,11 @@ void register_runtime(py::module_& m) {
   m.def("providers_that_know_sources", &rma::providers_that_know_sources,
         "Of the usable providers, those that tell where each message came from (FI_SOURCE).");
 
+  m.attr("TransportSetting") = make_transport_settings();
+
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
-                       int progress_sleep_us, const std::string& transport, double hang_report, bool fabric_sleep,
+                       int progress_sleep_us, const py::object& transport, double hang_report, bool fabric_sleep,
                        bool trust_network) {
              rma::RuntimeOptions options;
              options.rank = rank;
@@ -39,7 +77,7 @@ void register_runtime(py::module_& m) {
              options.node = node;
              options.timeout_seconds = timeout;
              options.progress_sleep_us = progress_sleep_us;
-             options.transport = rma::parse_transport_setting(transport);
+             options.transport = transport_setting_of(transport);
              options.hang_report_seconds = hang_report;
              options.fabric_sleep = fabric_sleep;
              options.trust_network = trust_network;
@@ -47,9 +85,10 @@ void register_runtime(py::module_& m) {
              return std::make_shared<rma::Runtime>(options);
            }),
            py::arg("rank"), py::arg("size"), py::arg("provider"), py::arg("node") = "", py::arg("timeout") = 300.0,
-           py::arg("progress_sleep_us") = 1000, py::arg("transport") = "auto", py::arg("hang_report") = 10.0,
-           py::arg("fabric_sleep") = false, py::arg("trust_network") = false,
-           "transport: RMA_TRANSPORT, validated (ValueError): auto, shared-memory or libfabric. hang_report:\n"
+           py::arg("progress_sleep_us") = 1000,
+           py::arg("transport") = transport_members()[static_cast<size_t>(rma::TransportSetting::Auto)],
+           py::arg("hang_report") = 10.0, py::arg("fabric_sleep") = false, py::arg("trust_network") = false,
+           "transport: RMA_TRANSPORT, a TransportSetting (settings.py judged the variable). hang_report:\n"
            "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never). fabric_sleep:\n"
            "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).\n"
            "trust_network: span hosts through a provider that cannot tell a message's source (RMA_TRUST_NETWORK).")

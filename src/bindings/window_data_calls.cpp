@@ -342,19 +342,20 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   return record({&region});
 }
 
-constexpr Parameters kPut{"put", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kGet{"get", {"result", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kAccumulate{"accumulate", {"origin", "target_rank", "target_disp", "op", "target"}, 5, 2, 4};
-constexpr Parameters kGetAccumulate{
-    "get_accumulate", {"origin", "result", "target_rank", "target_disp", "op", "target"}, 6, 3, 5};
-constexpr Parameters kFetchAndOp{"fetch_and_op", {"origin", "result", "target_rank", "target_disp", "op"}, 5, 3, 5};
-constexpr Parameters kCompareAndSwap{
-    "compare_and_swap", {"origin", "compare", "result", "target_rank", "target_disp"}, 5, 4, 5};
-constexpr Parameters kRput{"rput", {"origin", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kRget{"rget", {"result", "target_rank", "target_disp", "target"}, 4, 2, 3};
-constexpr Parameters kRaccumulate{"raccumulate", {"origin", "target_rank", "target_disp", "op", "target"}, 5, 2, 4};
-constexpr Parameters kRgetAccumulate{
-    "rget_accumulate", {"origin", "result", "target_rank", "target_disp", "op", "target"}, 6, 3, 5};
+// The parameters of each call (parameters.hpp: its signature too). The defaults say what an
+// argument left out means: target_disp 0, op rma.Op.SUM, no target= index.
+constexpr arguments::Parameter kOrigin{"origin"}, kResult{"result"}, kRank{"target_rank"}, kDisp{"target_disp", "0"},
+    kOp{"op", "rma.Op.SUM"}, kTarget{"target", "None"};
+constexpr Parameters kPut{"put", {kOrigin, kRank, kDisp, kTarget}, 3};
+constexpr Parameters kGet{"get", {kResult, kRank, kDisp, kTarget}, 3};
+constexpr Parameters kAccumulate{"accumulate", {kOrigin, kRank, kDisp, kOp, kTarget}, 4};
+constexpr Parameters kGetAccumulate{"get_accumulate", {kOrigin, kResult, kRank, kDisp, kOp, kTarget}, 5};
+constexpr Parameters kFetchAndOp{"fetch_and_op", {kOrigin, kResult, kRank, kDisp, kOp}, 5};
+constexpr Parameters kCompareAndSwap{"compare_and_swap", {kOrigin, {"compare"}, kResult, kRank, kDisp}, 5};
+constexpr Parameters kRput{"rput", {kOrigin, kRank, kDisp, kTarget}, 3};
+constexpr Parameters kRget{"rget", {kResult, kRank, kDisp, kTarget}, 3};
+constexpr Parameters kRaccumulate{"raccumulate", {kOrigin, kRank, kDisp, kOp, kTarget}, 4};
+constexpr Parameters kRgetAccumulate{"rget_accumulate", {kOrigin, kResult, kRank, kDisp, kOp, kTarget}, 5};
 
 PyObject* put(WindowObject* self, PyObject** slot) {
   check_open(self, "put");
@@ -433,19 +434,19 @@ PyObject* rget_accumulate(WindowObject* self, PyObject** slot) {
   return new_request(reinterpret_cast<PyObject*>(self), rank, slot[1], serial);
 }
 
-#define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}
+#define RMA_METHOD(parameters, body, doc) {parameters, &method<parameters, body>, doc}
 
 const MethodSpec methods[] = {
-    RMA_METHOD("put", kPut, put, window_docs::put),
-    RMA_METHOD("get", kGet, get, window_docs::get),
-    RMA_METHOD("accumulate", kAccumulate, accumulate, window_docs::accumulate),
-    RMA_METHOD("get_accumulate", kGetAccumulate, get_accumulate, window_docs::get_accumulate),
-    RMA_METHOD("fetch_and_op", kFetchAndOp, fetch_and_op, window_docs::fetch_and_op),
-    RMA_METHOD("compare_and_swap", kCompareAndSwap, compare_and_swap, window_docs::compare_and_swap),
-    RMA_METHOD("rput", kRput, rput, window_docs::rput),
-    RMA_METHOD("rget", kRget, rget, window_docs::rget),
-    RMA_METHOD("raccumulate", kRaccumulate, raccumulate, window_docs::raccumulate),
-    RMA_METHOD("rget_accumulate", kRgetAccumulate, rget_accumulate, window_docs::rget_accumulate),
+    RMA_METHOD(kPut, put, window_docs::put),
+    RMA_METHOD(kGet, get, window_docs::get),
+    RMA_METHOD(kAccumulate, accumulate, window_docs::accumulate),
+    RMA_METHOD(kGetAccumulate, get_accumulate, window_docs::get_accumulate),
+    RMA_METHOD(kFetchAndOp, fetch_and_op, window_docs::fetch_and_op),
+    RMA_METHOD(kCompareAndSwap, compare_and_swap, window_docs::compare_and_swap),
+    RMA_METHOD(kRput, rput, window_docs::rput),
+    RMA_METHOD(kRget, rget, window_docs::rget),
+    RMA_METHOD(kRaccumulate, raccumulate, window_docs::raccumulate),
+    RMA_METHOD(kRgetAccumulate, rget_accumulate, window_docs::rget_accumulate),
 };
 
 #undef RMA_METHOD

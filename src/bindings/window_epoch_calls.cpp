@@ -49,16 +49,17 @@ long mode_of(PyObject* value, const char* call) {
   return flags;
 }
 
-constexpr Parameters kMode{"fence", {"mode"}, 1, 0, 1};
-constexpr Parameters kLockAllMode{"lock_all", {"mode"}, 1, 0, 1};
-constexpr Parameters kPost{"post", {"group", "mode"}, 2, 1, 2};
-constexpr Parameters kStart{"start", {"group", "mode"}, 2, 1, 2};
-constexpr Parameters kLock{"lock", {"rank", "lock_type", "mode"}, 3, 1, 3};
-constexpr Parameters kTryLock{"_try_lock", {"rank", "lock_type"}, 2, 2, 2};
-constexpr Parameters kUnlock{"unlock", {"rank"}, 1, 1, 1};
-constexpr Parameters kFlush{"flush", {"rank"}, 1, 1, 1};
-constexpr Parameters kFlushLocal{"flush_local", {"rank"}, 1, 1, 1};
-#define RMA_NO_PARAMETERS(name) constexpr Parameters k_##name{#name, {}, 0, 0, 0};
+constexpr arguments::Parameter kModeFlags{"mode", "0"}, kRank{"rank"}, kGroup{"group"};
+constexpr Parameters kFence{"fence", {kModeFlags}, 1};
+constexpr Parameters kLockAll{"lock_all", {kModeFlags}, 1};
+constexpr Parameters kPost{"post", {kGroup, kModeFlags}, 2};
+constexpr Parameters kStart{"start", {kGroup, kModeFlags}, 2};
+constexpr Parameters kLock{"lock", {kRank, {"lock_type", "rma.LockType.EXCLUSIVE"}, kModeFlags}, 3};
+constexpr Parameters kTryLock{"_try_lock", {kRank, {"lock_type"}}, 2};
+constexpr Parameters kUnlock{"unlock", {kRank}, 1};
+constexpr Parameters kFlush{"flush", {kRank}, 1};
+constexpr Parameters kFlushLocal{"flush_local", {kRank}, 1};
+#define RMA_NO_PARAMETERS(name) constexpr Parameters k_##name{#name, {}, 0};
 RMA_NO_PARAMETERS(complete)
 RMA_NO_PARAMETERS(wait)
 RMA_NO_PARAMETERS(test)
@@ -309,28 +310,26 @@ PyObject* sync(WindowObject* self) {
   return none();
 }
 
-#define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}
-#define RMA_METHOD0(name, body, doc) {#name, &method0<k_##name, body>, doc}
+#define RMA_METHOD(parameters, body, doc) {parameters, &method<parameters, body>, doc}
+#define RMA_METHOD0(name, body, doc) {k_##name, &method0<k_##name, body>, doc}
 
 const MethodSpec epoch_methods[] = {
-    RMA_METHOD("fence", kMode, fence, window_docs::fence),
-    RMA_METHOD("post", kPost, post, window_docs::post),
-    RMA_METHOD("start", kStart, start, window_docs::start),
+    RMA_METHOD(kFence, fence, window_docs::fence),
+    RMA_METHOD(kPost, post, window_docs::post),
+    RMA_METHOD(kStart, start, window_docs::start),
     RMA_METHOD0(complete, complete, window_docs::complete),
     RMA_METHOD0(wait, wait, window_docs::wait),
     RMA_METHOD0(test, test, window_docs::test),
-    RMA_METHOD("lock", kLock, lock, window_docs::lock),
-    RMA_METHOD("unlock", kUnlock, unlock, window_docs::unlock),
-    RMA_METHOD("lock_all", kLockAllMode, lock_all, window_docs::lock_all),
+    RMA_METHOD(kLock, lock, window_docs::lock),
+    RMA_METHOD(kUnlock, unlock, window_docs::unlock),
+    RMA_METHOD(kLockAll, lock_all, window_docs::lock_all),
     RMA_METHOD0(unlock_all, unlock_all, window_docs::unlock_all),
-    RMA_METHOD("flush", kFlush, flush, window_docs::flush),
+    RMA_METHOD(kFlush, flush, window_docs::flush),
     RMA_METHOD0(flush_all, flush_all, window_docs::flush_all),
-    RMA_METHOD("flush_local", kFlushLocal, flush_local, window_docs::flush_local),
+    RMA_METHOD(kFlushLocal, flush_local, window_docs::flush_local),
     RMA_METHOD0(flush_local_all, flush_local_all, window_docs::flush_local_all),
     RMA_METHOD0(sync, sync, window_docs::sync),
-    RMA_METHOD(
-        "_try_lock", kTryLock, try_lock,
-        "_try_lock($self, /, rank, lock_type)\n--\n\nLock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
+    RMA_METHOD(kTryLock, try_lock, "Lock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
 };
 
 #undef RMA_METHOD

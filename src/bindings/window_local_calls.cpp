@@ -20,9 +20,9 @@ namespace {
 
 using arguments::Parameters;
 
-constexpr Parameters kWaitUntil{"wait_until", {"index", "cmp", "value", "timeout"}, 4, 3, 3};
-constexpr Parameters kAttach{"attach", {"array"}, 1, 1, 1};
-constexpr Parameters kDetach{"detach", {"array"}, 1, 1, 1};
+constexpr Parameters kWaitUntil{"wait_until", {{"index"}, {"cmp"}, {"value"}, {"timeout", "None"}}, 3};
+constexpr Parameters kAttach{"attach", {{"array"}}, 1};
+constexpr Parameters kDetach{"detach", {{"array"}}, 1};
 
 // ---- waiting for the local memory ----
 
@@ -142,12 +142,12 @@ PyObject* detach(WindowObject* self, PyObject** slot) {
   return none();
 }
 
-#define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}
+#define RMA_METHOD(parameters, body, doc) {parameters, &method<parameters, body>, doc}
 
 const MethodSpec local_methods[] = {
-    RMA_METHOD("wait_until", kWaitUntil, wait_until, window_docs::wait_until),
-    RMA_METHOD("attach", kAttach, attach, window_docs::attach),
-    RMA_METHOD("detach", kDetach, detach, window_docs::detach),
+    RMA_METHOD(kWaitUntil, wait_until, window_docs::wait_until),
+    RMA_METHOD(kAttach, attach, window_docs::attach),
+    RMA_METHOD(kDetach, detach, window_docs::detach),
 };
 
 #undef RMA_METHOD

@@ -30,11 +30,11 @@ namespace {
 
 using arguments::Parameters;
 
-#define RMA_NO_PARAMETERS(name) constexpr Parameters k_##name{#name, {}, 0, 0, 0};
+#define RMA_NO_PARAMETERS(name) constexpr Parameters k_##name{#name, {}, 0};
 RMA_NO_PARAMETERS(free)
 RMA_NO_PARAMETERS(_held_count)
 #undef RMA_NO_PARAMETERS
-constexpr Parameters kCheckStart{"_check_start", {"comm", "world", "name", "board"}, 4, 4, 4};
+constexpr Parameters kCheckStart{"_check_start", {{"comm"}, {"world"}, {"name"}, {"board"}}, 4};
 
 // _check_start(comm, world, name, board): RMA_CHECK on for this window
 // (rma.check.window.CheckedWindow); board: the core of its clock board (check/window_checker.hpp).
@@ -59,16 +59,13 @@ PyObject* free_window(WindowObject* self) {
 
 PyObject* held_count(WindowObject* self) { return PyLong_FromSize_t(state_of(self).held.count()); }
 
-#define RMA_METHOD(name, parameters, body, doc) {name, &method<parameters, body>, doc}
-#define RMA_METHOD0(name, body, doc) {#name, &method0<k_##name, body>, doc}
+#define RMA_METHOD(parameters, body, doc) {parameters, &method<parameters, body>, doc}
+#define RMA_METHOD0(name, body, doc) {k_##name, &method0<k_##name, body>, doc}
 
 const MethodSpec lifetime_methods[] = {
     RMA_METHOD0(free, free_window, window_docs::free),
-    RMA_METHOD(
-        "_check_start", kCheckStart, check_start,
-        "_check_start($self, /, comm, world, name, board)\n--\n\nTurn RMA_CHECK on for this window; return its _core.WindowCheck."),
-    RMA_METHOD0(_held_count, held_count,
-                "_held_count($self, /)\n--\n\nReturn how many buffers the window keeps for calls not yet complete."),
+    RMA_METHOD(kCheckStart, check_start, "Turn RMA_CHECK on for this window; return its _core.WindowCheck."),
+    RMA_METHOD0(_held_count, held_count, "Return how many buffers the window keeps for calls not yet complete."),
 };
 
 #undef RMA_METHOD

@@ -56,12 +56,10 @@ int main() {
     CHECK(Topology().size() == 0);
   });
   test::run("transport settings by name", [] {
-    for (auto setting :
-         {rma::TransportSetting::Auto, rma::TransportSetting::SharedMemory, rma::TransportSetting::Libfabric}) {
-      CHECK(rma::parse_transport_setting(rma::to_string(setting)) == setting);
-    }
+    // (RMA_TRANSPORT itself is judged in Python, rma._job.settings: the core parses no text.)
+    CHECK(std::string(rma::to_string(rma::TransportSetting::Auto)) == "auto");
     CHECK(std::string(rma::to_string(rma::TransportSetting::SharedMemory)) == "shared-memory");
-    CHECK_THROWS(rma::UsageError, "use auto, shared-memory or libfabric", rma::parse_transport_setting("shm"));
+    CHECK(std::string(rma::to_string(rma::TransportSetting::Libfabric)) == "libfabric");
   });
   test::run("one host", [] {
     run_job({"h", "h", "h"}, rma::TransportSetting::Auto, [](rma::Runtime& runtime) {

@@ -105,7 +105,7 @@ def _open_runtime(
             node,
             job.timeout,
             job.progress_sleep_us,
-            job.transport,
+            _core.TransportSetting(job.transport),  # (judged by settings.transport)
             job.hang_report,
             fabric_sleep,
             job.trust_network,

@@ -27,7 +27,7 @@ __all__ = [
     "SettingError", "JobSettings", "job_settings", "timeout", "link_timeout", "hang_report", "progress_sleep_us",
     "fabric_sleep", "trust_network", "malloc_tuning", "transport", "provider", "requested_provider",
     "unusable_provider", "check_mode", "memory_model", "rank_and_size", "store_address", "secret", "under_rmarun",
-    "LONGEST_SECONDS", "LONGEST_SLEEP_US",
+    "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS",
 ]  # fmt: skip
 
 # Seconds settings (RMA_TIMEOUT, RMA_LINK_TIMEOUT, RMA_HANG_REPORT) stop here, about 11.6 days:
@@ -211,11 +211,19 @@ def malloc_tuning(env: Mapping[str, str] | None = None) -> bool:
     )
 
 
+# RMA_TRANSPORT's settings: the names of the core's TransportSetting (runtime/runtime.hpp), in
+# its order. Judged here only: rma.init() hands the core the member of rma._core.TransportSetting
+# of the name judged (not asked of the core here, so that rmarun need not load it; the suite
+# checks that the two agree, tests/test_settings.py).
+TRANSPORTS = ("auto", "shared-memory", "libfabric")
+
+
 def transport(env: Mapping[str, str] | None = None) -> str:
     """RMA_TRANSPORT: auto (the default), shared-memory or libfabric. rma.init() then checks
     that every rank gives the same, and the runtime keeps it; rmarun --info shows it."""
-    choices = {name: name for name in ("auto", "shared-memory", "libfabric")}
-    return _choice("RMA_TRANSPORT", choices, "auto", "use auto, shared-memory or libfabric", env)
+    choices = {name: name for name in TRANSPORTS}
+    accepted = f"use {', '.join(TRANSPORTS[:-1])} or {TRANSPORTS[-1]}"
+    return _choice("RMA_TRANSPORT", choices, "auto", accepted, env)
 
 
 # Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.

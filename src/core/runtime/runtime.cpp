@@ -8,22 +8,6 @@
 
 namespace rma {
 
-const char* to_string(TransportSetting setting) noexcept {
-  switch (setting) {
-    case TransportSetting::Auto: return "auto";
-    case TransportSetting::SharedMemory: return "shared-memory";
-    case TransportSetting::Libfabric: return "libfabric";
-  }
-  return "auto";
-}
-
-TransportSetting parse_transport_setting(std::string_view name) {
-  for (auto setting : {TransportSetting::Auto, TransportSetting::SharedMemory, TransportSetting::Libfabric}) {
-    if (name == to_string(setting)) return setting;
-  }
-  throw UsageError("rma: RMA_TRANSPORT=" + std::string(name) + ": use auto, shared-memory or libfabric");
-}
-
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
     throw UsageError("rma: rank " + std::to_string(options.rank) + " is outside a job of size " +

@@ -4,6 +4,7 @@
 // identity to connect().
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -22,16 +23,19 @@ namespace rma {
 
 class Communicator;
 
-// How the ranks of one host reach each other (RMA_TRANSPORT, read once by the bootstrap).
+// How the ranks of one host reach each other (RMA_TRANSPORT). python/rma/_job/settings.py reads
+// and judges the variable, and the bootstrap hands the core the setting as a member of
+// rma._core.TransportSetting (made from kTransportSettingNames): the core parses no text.
 enum class TransportSetting : uint8_t {
   Auto,          // shared memory between the ranks of a host, libfabric between hosts
   SharedMemory,  // the same; the window layer refuses a window whose ranks span hosts
   Libfabric,     // everything through libfabric, messages between the ranks of a host too
 };
-// The setting's name in RMA_TRANSPORT: "auto", "shared-memory" or "libfabric".
-const char* to_string(TransportSetting setting) noexcept;
-// The setting of that name; throws UsageError naming the valid ones.
-TransportSetting parse_transport_setting(std::string_view name);
+// Each setting's name in RMA_TRANSPORT, in the order of the enum.
+inline constexpr std::array<const char*, 3> kTransportSettingNames = {"auto", "shared-memory", "libfabric"};
+inline const char* to_string(TransportSetting setting) noexcept {
+  return kTransportSettingNames[static_cast<size_t>(setting)];
+}
 
 struct RuntimeOptions {
   int rank = 0;
