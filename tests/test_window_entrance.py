@@ -154,6 +154,7 @@ def test_a_number_and_a_list_of_it_follow_one_rule(comm):
                 for origin in (number, [number]):
                     try:
                         win.put(origin, peer)
+                        win.flush(peer)  # (the next put writes the same bytes)
                         refused.append(False)
                     except TypeError:
                         refused.append(True)
