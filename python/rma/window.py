@@ -268,8 +268,9 @@ class Window(_core.Window):
         "shared-memory" (every rank on this host): synchronization through shared memory;
         puts and gets are memcpy (allocate, allocate_shared) or a direct copy between the
         processes (create); accumulates are CPU operations under the target's lock (allocate)
-        or messages the target applies (create). "libfabric": every rank through libfabric
-        (RMA_TRANSPORT=libfabric, dynamic windows, a job with one rank per host). "mixed": the
+        or messages the target applies (create, dynamic windows). "libfabric": every rank
+        through libfabric (RMA_TRANSPORT=libfabric, or RMA_PROVIDER set: then dynamic windows
+        too; a job with one rank per host). "mixed": the
         ranks of this host as with "shared-memory", the others through libfabric, and
         synchronization by messages; transport_to(rank) tells which rank goes which way.
         """
@@ -279,8 +280,9 @@ class Window(_core.Window):
     def transport_to(self, rank: int) -> str:
         """Return how this rank reaches `rank`: "shared-memory" or "libfabric".
 
-        "shared-memory" for this rank's host (itself included) unless RMA_TRANSPORT=libfabric or
-        the window is dynamic; "libfabric" for ranks on other hosts. Example::
+        "shared-memory" for this rank's host (itself included) unless RMA_TRANSPORT=libfabric,
+        or the window is dynamic in a job that uses libfabric (it spans hosts, or RMA_PROVIDER is
+        set); "libfabric" for ranks on other hosts. Example::
 
             win.transport_to(0)   # "shared-memory" when rank 0 shares this rank's host
         """

@@ -54,7 +54,9 @@ rma::TransportSetting transport_setting_of(const py::object& value) {
 }  // namespace
 
 void register_runtime(py::module_& m) {
-  m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use.");
+  m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use (loads it).");
+  m.def("libfabric_loaded", &rma::libfabric_loaded,
+        "Whether this process has loaded libfabric (a job on one host never does, unless asked to).");
   m.def("chain_interrupt_handler", &rma::chain_interrupt_handler,
         "Let SIGINT interrupt blocking rma calls too (chains in front of Python's handler).");
   m.def("tune_malloc", &rma::tune_malloc,
@@ -69,7 +71,7 @@ void register_runtime(py::module_& m) {
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
                        int progress_sleep_us, const py::object& transport, double hang_report, bool fabric_sleep,
-                       bool trust_network) {
+                       bool trust_network, bool fabric) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -81,6 +83,7 @@ void register_runtime(py::module_& m) {
              options.hang_report_seconds = hang_report;
              options.fabric_sleep = fabric_sleep;
              options.trust_network = trust_network;
+             options.fabric = fabric;
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
@@ -88,10 +91,13 @@ void register_runtime(py::module_& m) {
            py::arg("progress_sleep_us") = 1000,
            py::arg("transport") = transport_members()[static_cast<size_t>(rma::TransportSetting::Auto)],
            py::arg("hang_report") = 10.0, py::arg("fabric_sleep") = false, py::arg("trust_network") = false,
+           py::arg("fabric") = true,
            "transport: RMA_TRANSPORT, a TransportSetting (settings.py judged the variable). hang_report:\n"
            "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never). fabric_sleep:\n"
            "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).\n"
-           "trust_network: span hosts through a provider that cannot tell a message's source (RMA_TRUST_NETWORK).")
+           "trust_network: span hosts through a provider that cannot tell a message's source (RMA_TRUST_NETWORK).\n"
+           "fabric: open a libfabric endpoint (false: every rank on this host, messages through the inboxes,\n"
+           "libfabric never loaded; provider and node unused).")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)

@@ -75,6 +75,9 @@ class Transport {
   // with no numbering and no check.
   virtual void send_frame_as_is(int target, std::span<const std::byte> frame) = 0;
 
+  // Whether write() and read() are available (a libfabric endpoint is open). Without them, the
+  // data of one-sided calls to other processes travels in messages (window/route_fabric.hpp).
+  virtual bool one_sided() const { return true; }
   // Registers memory for one-sided access by peers. Throws FabricError.
   virtual std::unique_ptr<LocalRegion> register_region(void* base, size_t length) = 0;
 

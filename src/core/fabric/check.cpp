@@ -1,12 +1,12 @@
 #include "fabric/check.hpp"
 
-#include <rdma/fi_errno.h>
+#include "fabric/libfabric_library.hpp"
 
 namespace rma::fabric {
 
 namespace {
 std::string describe(const std::string& call, int code, const std::string& context) {
-  std::string text = call + ": " + fi_strerror(code) + " (" + std::to_string(code) + ")";
+  std::string text = call + ": " + error_text(code) + " (" + std::to_string(code) + ")";
   if (!context.empty()) text += ": " + context;
   return text;
 }

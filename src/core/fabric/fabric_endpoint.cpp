@@ -12,6 +12,7 @@
 
 #include "base/errors.hpp"
 #include "fabric/check.hpp"
+#include "fabric/libfabric_library.hpp"
 
 namespace rma {
 
@@ -316,7 +317,7 @@ bool FabricEndpoint::poll(Fragments& arrived) {
     Operation* op = Operation::from(error.op_context);
     char detail[256] = {0};
     fi_cq_strerror(cq_->get(), error.prov_errno, error.err_data, detail, sizeof detail);
-    std::string text = std::string(fi_strerror(error.err)) + (detail[0] ? std::string(": ") + detail : "");
+    std::string text = fabric::error_text(error.err) + (detail[0] ? std::string(": ") + detail : "");
     if (op == nullptr) {
       std::fprintf(stderr, "rma: completion error without context: %s\n", text.c_str());
     } else if (op->kind == Operation::Kind::Receive) {

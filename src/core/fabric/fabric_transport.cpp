@@ -16,34 +16,57 @@ namespace rma {
 
 namespace {
 
+// Memory of a transport without an endpoint: nothing to register, and peers reach it through
+// messages (FabricRoute), which need only its bounds.
+class UnregisteredRegion final : public LocalRegion {
+ public:
+  UnregisteredRegion(void* base, size_t length) : base_(reinterpret_cast<uint64_t>(base)), length_(length) {}
+  RegionDescriptor descriptor() const override { return {.base = base_, .key = 0, .length = length_}; }
+
+ private:
+  uint64_t base_, length_;
+};
+
+std::unique_ptr<FabricEndpoint> open_endpoint(const FabricOptions& options, Transport& owner, MessageRouter& router) {
+  if (!options.fabric) {
+    if (!options.inbox_messages) throw UsageError("rma: a transport without a libfabric endpoint needs the inboxes");
+    return nullptr;
+  }
+  return std::make_unique<FabricEndpoint>(options.provider, options.node, owner, router, options.timeout_seconds,
+                                          options.fabric_sleep);
+}
+
 class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const FabricOptions& options)
       : Transport(options.rank, options.size),
         router_(options.rank, options.size, peers()),
-        endpoint_(options.provider, options.node, *this, router_, options.timeout_seconds, options.fabric_sleep),
+        endpoint_(open_endpoint(options, *this, router_)),
         link_(*this, router_, options.timeout_seconds),
         inbox_messages_(options.inbox_messages),
         trust_network_(options.trust_network) {}
 
   std::vector<std::byte> address() const override;
   void connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) override;
-  std::string provider() const override { return endpoint_.provider(); }
-  bool knows_sources() const override { return endpoint_.knows_sources(); }
-  uint64_t dropped_from_outside() const override { return endpoint_.dropped_from_outside(); }
+  std::string provider() const override { return endpoint_ ? endpoint_->provider() : std::string(); }
+  // (Without an endpoint every message comes through an inbox, which knows its sender.)
+  bool knows_sources() const override { return endpoint_ ? endpoint_->knows_sources() : true; }
+  uint64_t dropped_from_outside() const override { return endpoint_ ? endpoint_->dropped_from_outside() : 0; }
+  bool one_sided() const override { return endpoint_ != nullptr; }
   void send_frame_as_is(int target, std::span<const std::byte> frame) override;
 
   std::unique_ptr<LocalRegion> register_region(void* base, size_t length) override {
-    return endpoint_.register_region(base, length);
+    if (!endpoint_) return std::make_unique<UnregisteredRegion>(base, length);
+    return endpoint_->register_region(base, length);
   }
   void write(int target, const void* source, size_t length, const RemoteAddress& destination) override {
     check_target(target, "fi_writemsg");
-    endpoint_.write(target, source, length, destination);
+    fabric_endpoint("fi_writemsg").write(target, source, length, destination);
     link_.ring(target);  // its progress engine may sleep, and some providers need the target's progress
   }
   void read(int target, void* destination, size_t length, const RemoteAddress& source) override {
     check_target(target, "fi_readmsg");
-    endpoint_.read(target, destination, length, source);
+    fabric_endpoint("fi_readmsg").read(target, destination, length, source);
     link_.ring(target);
   }
 
@@ -52,13 +75,15 @@ class FabricTransport final : public Transport {
 
   bool idle(int target) override {
     check_target(target, "idle");
-    return endpoint_.idle(target);
+    return !endpoint_ || endpoint_->idle(target);
   }
   void flush(int target, const Deadline& deadline) override {
     check_target(target, "flush");
-    endpoint_.flush(target, deadline);
+    if (endpoint_) endpoint_->flush(target, deadline);
   }
-  void flush_sends(const Deadline& deadline) override { endpoint_.flush_sends(deadline); }
+  void flush_sends(const Deadline& deadline) override {
+    if (endpoint_) endpoint_->flush_sends(deadline);
+  }
   bool progress() override;
   // This rank's bell: peers of this host ring it after every post and message to this rank (its
   // progress engine may sleep on it), and the fabric watcher rings it for the other hosts'
@@ -71,7 +96,9 @@ class FabricTransport final : public Transport {
   bool doze_promptly() const override { return watcher_ != nullptr; }
   // Only across hosts: on one host the peers' progress threads move shm's data, and a wait
   // that yields instead of sleeping would take their CPU when ranks outnumber cores.
-  bool network_in_flight() const override { return !link_.reached_by_everyone() && endpoint_.in_flight(); }
+  bool network_in_flight() const override {
+    return endpoint_ && !link_.reached_by_everyone() && endpoint_->in_flight();
+  }
   // Not when messages between the ranks of a host go through the fabric too: then so do barriers.
   std::shared_ptr<BarrierBoard> barrier_board(int rank) override {
     return inbox_messages_ ? link_.board(rank) : nullptr;
@@ -79,9 +106,11 @@ class FabricTransport final : public Transport {
 
  private:
   void check_target(int target, const char* call) const;
+  // The endpoint, for `call`; throws RmaError in a job that opened none (FabricOptions::fabric).
+  FabricEndpoint& fabric_endpoint(const char* call) const;
 
-  MessageRouter router_;  // (first: the endpoint and the link number messages with it)
-  FabricEndpoint endpoint_;
+  MessageRouter router_;                      // (first: the endpoint and the link number messages with it)
+  std::unique_ptr<FabricEndpoint> endpoint_;  // null: no libfabric (FabricOptions::fabric)
   InboxLink link_;
   bool inbox_messages_;
   bool trust_network_;
@@ -94,7 +123,7 @@ class FabricTransport final : public Transport {
 };
 
 std::vector<std::byte> FabricTransport::address() const {
-  return FabricAddress{endpoint_.name(), link_.name()}.encode();
+  return FabricAddress{endpoint_ ? endpoint_->name() : std::vector<std::byte>(), link_.name()}.encode();
 }
 
 void FabricTransport::connect(const std::vector<std::vector<std::byte>>& addresses, const Topology& topology) {
@@ -109,19 +138,39 @@ void FabricTransport::connect(const std::vector<std::vector<std::byte>>& address
     names.push_back(std::move(address.endpoint));
     inboxes.push_back(std::move(address.inbox));
   }
-  if (topology.host_count() > 1 && !endpoint_.knows_sources() && !trust_network_) {
-    throw UsageError("rma: the libfabric provider " + endpoint_.provider() +
+  for (int peer = 0; peer < size(); ++peer) {
+    if (names[peer].empty() != !endpoint_) {
+      throw UsageError("rma: connect: rank " + std::to_string(peer) +
+                       (names[peer].empty() ? " opened no" : " opened a") + " libfabric endpoint and rank " +
+                       std::to_string(rank()) + (endpoint_ ? " did" : " did not") +
+                       "; every rank must decide alike (from the job's hosts, RMA_TRANSPORT and RMA_PROVIDER)");
+    }
+  }
+  if (topology.host_count() > 1 && !endpoint_) {
+    throw UsageError("rma: connect: the job spans " + std::to_string(topology.host_count()) +
+                     " hosts, but its ranks opened no libfabric endpoint to reach them");
+  }
+  if (topology.host_count() > 1 && !endpoint_->knows_sources() && !trust_network_) {
+    throw UsageError("rma: the libfabric provider " + endpoint_->provider() +
                      " cannot tell which address a message came from (no FI_SOURCE), so across hosts any machine "
                      "that reaches the network could speak as a rank of this job; use a provider that can (tcp, "
                      "the default), or set RMA_TRUST_NETWORK=1 if you trust every machine on it");
   }
   link_.connect(inboxes, topology);
-  endpoint_.connect(names);
+  if (endpoint_) endpoint_->connect(names);
   connected_ = true;
-  if (!link_.reached_by_everyone() && endpoint_.sleep_fd() >= 0) {
-    watcher_ = std::make_unique<FabricWatcher>(endpoint_.sleep_fd(), link_.bell(),
-                                               [this] { return endpoint_.ready_to_sleep(); });
+  if (endpoint_ && !link_.reached_by_everyone() && endpoint_->sleep_fd() >= 0) {
+    watcher_ = std::make_unique<FabricWatcher>(endpoint_->sleep_fd(), link_.bell(),
+                                               [this] { return endpoint_->ready_to_sleep(); });
   }
+}
+
+FabricEndpoint& FabricTransport::fabric_endpoint(const char* call) const {
+  if (!endpoint_) {
+    throw RmaError(std::string("rma: ") + call +
+                   ": this job opened no libfabric endpoint (all its ranks share a host)");
+  }
+  return *endpoint_;
 }
 
 void FabricTransport::check_target(int target, const char* call) const {
@@ -152,7 +201,7 @@ void FabricTransport::send(int target, uint16_t handler, std::span<const std::by
       if (inbox) {
         link_.push(target, header, payload.subspan(offset, chunk), offset == 0);
       } else {
-        endpoint_.send(target, header, payload.subspan(offset, chunk), offset == 0);
+        fabric_endpoint("send").send(target, header, payload.subspan(offset, chunk), offset == 0);
       }
       link_.ring(target);  // its progress engine may sleep, and some providers need the target's progress
       offset += chunk;
@@ -170,7 +219,7 @@ void FabricTransport::send_frame_as_is(int target, std::span<const std::byte> fr
   if (inbox_messages_ && link_.reaches(target)) {
     link_.push_as_is(target, frame);
   } else {
-    endpoint_.send_as_is(target, frame);
+    fabric_endpoint("send_frame_as_is").send_as_is(target, frame);
   }
   link_.ring(target);
 }
@@ -181,9 +230,11 @@ bool FabricTransport::progress() {
   // When every peer's messages come through the inbox and nothing of ours is in flight, the
   // fabric has little to say (a peer's one-sided operation on our memory, now and then): a
   // completion-queue read costs more than the inbox, so it is polled every kFabricPollEvery.
-  bool fabric_due =
-      !(inbox_messages_ && link_.reached_by_everyone()) || endpoint_.in_flight() || ++passes_ % kFabricPollEvery == 0;
-  if (fabric_due) completed = endpoint_.poll(arrived);
+  if (endpoint_) {
+    bool fabric_due = !(inbox_messages_ && link_.reached_by_everyone()) || endpoint_->in_flight() ||
+                      ++passes_ % kFabricPollEvery == 0;
+    if (fabric_due) completed = endpoint_->poll(arrived);
+  }
   size_t from_inbox = link_.drain(arrived);
   bool delivered = !arrived.empty();
   if (delivered || router_.has_pending()) router_.deliver(std::move(arrived));
@@ -198,7 +249,6 @@ bool FabricTransport::progress() {
 }  // namespace
 
 std::vector<std::byte> FabricAddress::encode() const {
-  if (endpoint.empty()) throw UsageError("rma: an endpoint without a name cannot be reached");
   if (inbox.size() > 255) throw UsageError("rma: the inbox name " + inbox + " is longer than 255 bytes");
   std::vector<std::byte> address = endpoint;
   for (char c : inbox) address.push_back(static_cast<std::byte>(c));
@@ -208,8 +258,8 @@ std::vector<std::byte> FabricAddress::encode() const {
 
 FabricAddress FabricAddress::decode(std::span<const std::byte> address, int rank) {
   size_t inbox_length = address.empty() ? 0 : static_cast<size_t>(address.back());
-  // At least one byte of endpoint name, the inbox name, and its length.
-  if (address.size() < inbox_length + 2) {
+  // The endpoint name (none from a rank without one), the inbox name, and its length.
+  if (address.empty() || address.size() < inbox_length + 1) {
     throw UsageError("rma: connect: rank " + std::to_string(rank) + "'s address is malformed (" +
                      std::to_string(address.size()) + " bytes)");
   }

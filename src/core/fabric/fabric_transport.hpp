@@ -12,6 +12,12 @@
 namespace rma {
 
 struct FabricOptions {
+  // Open the libfabric endpoint. false: every peer is on this host and every message takes the
+  // inboxes (inbox_messages must hold), data moves through shared memory and the inboxes
+  // (FabricRoute sends as messages what the fabric would write), and libfabric is never
+  // loaded: its start-up (~0.2 s per process, libfabric_library.hpp) is the largest part of a
+  // rank's when nothing needs it. connect() refuses a topology of several hosts then.
+  bool fabric = true;
   std::string provider;  // a libfabric provider name, e.g. "shm" or "tcp;ofi_rxm"
   std::string node;      // address to bind ("" = provider default), e.g. "127.0.0.1" for tcp
   int rank = 0;
@@ -31,26 +37,27 @@ struct FabricOptions {
 };
 
 // A rank's address as this transport publishes it (Transport::address) and reads it
-// (Transport::connect): the endpoint's name, then the inbox's name, then one byte holding the
-// inbox name's length. Endpoint names are the provider's business, and their length differs
-// between ranks (shm's embed the process id, or the node bound to; tcp's are IPv4 or IPv6
-// socket addresses): an address is read from its end, and each name goes into the address
-// vector on its own (fabric::AddressVector::insert).
+// (Transport::connect): the endpoint's name (none from a rank that opened no endpoint), then
+// the inbox's name, then one byte holding the inbox name's length. Endpoint names are the
+// provider's business, and their length differs between ranks (shm's embed the process id, or
+// the node bound to; tcp's are IPv4 or IPv6 socket addresses): an address is read from its
+// end, and each name goes into the address vector on its own (fabric::AddressVector::insert).
 struct FabricAddress {
   std::vector<std::byte> endpoint;
   std::string inbox;
 
-  // Throws UsageError for an empty endpoint name or an inbox name longer than 255 bytes.
+  // Throws UsageError for an inbox name longer than 255 bytes.
   std::vector<std::byte> encode() const;
   // Throws UsageError naming `rank` when `address` is malformed: shorter than the inbox name
-  // it states, or without an endpoint name.
+  // it states, or without the length byte.
   static FabricAddress decode(std::span<const std::byte> address, int rank);
 };
 
 // Opens this rank's endpoint and inbox; connect() makes the job reachable. Throws FabricError
 // when the provider cannot be used, RmaError when the inbox cannot be made. connect() throws
 // UsageError for a job that spans hosts through a provider that cannot tell where messages
-// come from, unless options.trust_network.
+// come from, unless options.trust_network, or without an endpoint (options.fabric), and for
+// ranks that differ in having one.
 std::unique_ptr<Transport> open_fabric_transport(const FabricOptions& options);
 
 }  // namespace rma

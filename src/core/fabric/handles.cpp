@@ -7,30 +7,31 @@
 #include <cstring>
 
 #include "fabric/check.hpp"
+#include "fabric/libfabric_library.hpp"
 
 namespace rma::fabric {
 
 Info Info::allocate() {
-  fi_info* hints = fi_allocinfo();
+  fi_info* hints = dupinfo(nullptr);  // (fi_allocinfo)
   if (hints == nullptr) throw FabricError("fi_allocinfo", FI_ENOMEM);
   return Info(hints);
 }
 
 Info& Info::operator=(Info&& other) noexcept {
   if (this != &other) {
-    if (info_ != nullptr) fi_freeinfo(info_);
+    if (info_ != nullptr) freeinfo(info_);
     info_ = std::exchange(other.info_, nullptr);
   }
   return *this;
 }
 
 Info::~Info() {
-  if (info_ != nullptr) fi_freeinfo(info_);
+  if (info_ != nullptr) freeinfo(info_);
 }
 
 Info get_info(const Info& hints, const char* node, uint64_t flags) {
   fi_info* found = nullptr;
-  int rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
+  int rc = getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
   const char* provider = hints->fabric_attr && hints->fabric_attr->prov_name ? hints->fabric_attr->prov_name : "any";
   check(rc, "fi_getinfo", std::string("provider ") + provider + " with FI_MSG|FI_RMA|FI_ATOMIC");
   return Info(found);
@@ -42,7 +43,7 @@ Handle<T>::Handle(T* raw, std::shared_ptr<void> parent, const char* kind)
     : object_(raw, [parent = std::move(parent), kind](T* object) {
         int rc = fi_close(&object->fid);
         if (rc != 0) {
-          std::fprintf(stderr, "rma: fi_close(%s): %s\n", kind, fi_strerror(-rc));
+          std::fprintf(stderr, "rma: fi_close(%s): %s\n", kind, error_text(-rc).c_str());
         }
       }) {}
 
@@ -56,7 +57,7 @@ template class Handle<fid_mr>;
 namespace {
 fid_fabric* open_fabric(const fi_info* info) {
   fid_fabric* fabric = nullptr;
-  check(fi_fabric(info->fabric_attr, &fabric, nullptr), "fi_fabric");
+  check(make_fabric(info->fabric_attr, &fabric, nullptr), "fi_fabric");
   return fabric;
 }
 }  // namespace

@@ -5,13 +5,16 @@
 #include <algorithm>
 
 #include "fabric/fabric_endpoint.hpp"
+#include "fabric/libfabric_library.hpp"
 
 namespace rma {
 
 std::string libfabric_version() {
-  uint32_t version = fi_version();
+  uint32_t version = fabric::version();
   return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
 }
+
+bool libfabric_loaded() noexcept { return fabric::library_loaded(); }
 
 namespace {
 std::vector<std::string> providers_with(uint64_t more_caps) {
@@ -19,7 +22,7 @@ std::vector<std::string> providers_with(uint64_t more_caps) {
   hints->caps |= more_caps;
   fi_info* found = nullptr;
   std::vector<std::string> names;
-  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;
+  if (fabric::getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found) != 0) return names;
   fabric::Info owner(found);
   for (fi_info* info = found; info != nullptr; info = info->next) {
     std::string name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";

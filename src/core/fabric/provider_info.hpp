@@ -6,7 +6,10 @@
 
 namespace rma {
 
+// "major.minor" of the libfabric this process loads (loading it: libfabric_library.hpp).
 std::string libfabric_version();
+// Whether this process has loaded libfabric so far (a job on one host never does).
+bool libfabric_loaded() noexcept;
 // Providers on this machine that offer what rma needs (RDM endpoints with FI_MSG, FI_RMA and
 // FI_ATOMIC), in libfabric's order of preference.
 std::vector<std::string> usable_providers();

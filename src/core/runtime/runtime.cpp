@@ -14,6 +14,7 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
                      std::to_string(options.size));
   }
   FabricOptions fabric;
+  fabric.fabric = options.fabric;
   fabric.provider = options.provider;
   fabric.node = options.node;
   fabric.rank = options.rank;

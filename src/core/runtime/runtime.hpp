@@ -40,6 +40,9 @@ inline const char* to_string(TransportSetting setting) noexcept {
 struct RuntimeOptions {
   int rank = 0;
   int size = 1;
+  // Open a libfabric endpoint. Without one (every rank on this host, messages through the
+  // inboxes), libfabric is never loaded, and provider and node are unused (FabricOptions::fabric).
+  bool fabric = true;
   std::string provider = "shm";     // libfabric provider name
   std::string node;                 // bind address for network providers ("" = default)
   double timeout_seconds = 300;     // deadline of every blocking call (RMA_TIMEOUT); <= 0: none
@@ -73,7 +76,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   int rank() const noexcept { return options_.rank; }
   int size() const noexcept { return options_.size; }
   const RuntimeOptions& options() const noexcept { return options_; }
-  // The libfabric provider opened; "" once finalized.
+  // The libfabric provider opened; "" without one, and once finalized.
   std::string provider() const { return transport_ ? transport_->provider() : std::string(); }
   // What peers need to reach this rank. Throws RmaError once finalized.
   std::vector<std::byte> address() const;

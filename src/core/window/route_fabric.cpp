@@ -31,6 +31,7 @@ FabricRoute::FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window,
       window_(window),
       peers_(peers),
       dynamic_(dynamic),
+      one_sided_(comm_->runtime().transport().one_sided()),
       where_(std::move(where)),
       known_attachments_(peers.size()),
       outstanding_to_(new std::atomic<int64_t>[peers.size()]) {
@@ -43,7 +44,7 @@ bool FabricRoute::native(const Region& region) const {
   // for idle and sleeps between polls: a lone small put then waits for a wake-up (~0.5 ms
   // measured). A message does show as activity, so small transfers travel as messages and
   // large ones, where bandwidth counts, as native RMA.
-  return region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
+  return one_sided_ && region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
 }
 
 void FabricRoute::put(int target, const void* data, const Region& region) {

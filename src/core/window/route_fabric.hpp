@@ -45,6 +45,10 @@ class FabricRoute final : public Route {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                         const Region& region) override;
 
+  // Whether it moves data with the fabric's write and read (else only messages, through the
+  // inboxes of a job on one host that opened no endpoint: Transport::one_sided).
+  bool one_sided() const noexcept { return one_sided_; }
+
   // A dynamic window: whether [low, high) lies inside one of target's attachments, asking the
   // target once more (and waiting for its answer) when the table known here does not cover it.
   bool attached(int target, int64_t low, int64_t high);
@@ -66,7 +70,8 @@ class FabricRoute final : public Route {
     const char* call;
   };
   using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
-  // Contiguous transfers from this size on use native RMA; smaller ones travel as messages.
+  // Contiguous transfers from this size on use native RMA (where the transport has it: not in
+  // a job on one host that opened no libfabric endpoint); smaller ones travel as messages.
   static constexpr uint64_t kNativeMinimumBytes = 16 * 1024;
   bool native(const Region& region) const;
   uint64_t new_request() { return next_request_++; }
@@ -81,6 +86,7 @@ class FabricRoute final : public Route {
   uint32_t window_;
   const std::vector<RegionDescriptor>& peers_;
   bool dynamic_;
+  bool one_sided_;  // the transport's write and read are there (Transport::one_sided)
   Where where_;
   std::vector<Attachments> known_attachments_;  // the peers', as last asked
   std::mutex pending_mutex_;

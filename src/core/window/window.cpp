@@ -76,7 +76,8 @@ std::shared_ptr<SharedSegment> Window::segment(int rank) const {
 
 const char* Window::reach_name(int rank) const {
   check_rank("transport_to", rank, false);
-  return routes_[rank] == fabric_.get() ? "libfabric" : "shared-memory";
+  bool fabric = routes_[rank] == fabric_.get() && fabric_->one_sided();
+  return fabric ? "libfabric" : "shared-memory";
 }
 
 std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, uint64_t bytes,

@@ -84,7 +84,8 @@ class Window : public std::enable_shared_from_this<Window> {
   // A shared window's segment of `rank` (its memory as this process maps it); null otherwise
   // (and for a rank on another host).
   std::shared_ptr<SharedSegment> segment(int rank) const;
-  // How this rank reaches `rank` now: "shared-memory" (mapped memory, process_vm) or
+  // How this rank reaches `rank` now: "shared-memory" (mapped memory, process_vm, or messages
+  // through the inboxes in a job on one host that opened no libfabric endpoint) or
   // "libfabric". UsageError for a rank outside the window.
   const char* reach_name(int rank) const;
 

@@ -1,0 +1,89 @@
+#include "fabric/libfabric_library.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "base/errors.hpp"
+
+namespace rma::fabric {
+
+namespace {
+
+// The library's name, and the symbol versions that libfabric 1.17's headers bind these
+// functions to (`nm -D` of a core linked against it): the ABI of fi_info and its attributes
+// that rma was compiled with.
+constexpr const char* kLibrary = "libfabric.so.1";
+
+struct Library {
+  decltype(&fi_getinfo) getinfo;
+  decltype(&fi_freeinfo) freeinfo;
+  decltype(&fi_dupinfo) dupinfo;
+  decltype(&fi_fabric) fabric;
+  decltype(&fi_strerror) strerror;
+  decltype(&fi_version) version;
+};
+
+std::atomic<const Library*> loaded{nullptr};
+
+template <class Function>
+Function find(void* handle, const char* name, const char* version) {
+  void* symbol = dlvsym(handle, name, version);
+  if (symbol == nullptr) {
+    throw RmaError(std::string("rma: ") + kLibrary + " has no " + name + "@" + version +
+                   " (libfabric 1.17's interface): install libfabric 1.17 or newer (apt-get install libfabric1)");
+  }
+  return reinterpret_cast<Function>(symbol);
+}
+
+const Library& library() {
+  if (const Library* ready = loaded.load(std::memory_order_acquire)) return *ready;
+  // A function-local static: the first caller loads, concurrent callers wait for it, and a
+  // failed load is tried again by the next caller (and raises again).
+  static const Library instance = [] {
+    void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      throw RmaError(std::string("rma: libfabric could not be loaded (") + (why ? why : kLibrary) +
+                     "); ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: "
+                     "apt-get install libfabric1");
+    }
+    // Never closed: its providers keep threads and atexit handlers for the life of the process.
+    return Library{
+        .getinfo = find<decltype(&fi_getinfo)>(handle, "fi_getinfo", "FABRIC_1.3"),
+        .freeinfo = find<decltype(&fi_freeinfo)>(handle, "fi_freeinfo", "FABRIC_1.3"),
+        .dupinfo = find<decltype(&fi_dupinfo)>(handle, "fi_dupinfo", "FABRIC_1.3"),
+        .fabric = find<decltype(&fi_fabric)>(handle, "fi_fabric", "FABRIC_1.1"),
+        .strerror = find<decltype(&fi_strerror)>(handle, "fi_strerror", "FABRIC_1.0"),
+        .version = find<decltype(&fi_version)>(handle, "fi_version", "FABRIC_1.0"),
+    };
+  }();
+  loaded.store(&instance, std::memory_order_release);
+  return instance;
+}
+
+}  // namespace
+
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags, const fi_info* hints,
+            fi_info** info) {
+  return library().getinfo(version, node, service, flags, hints, info);
+}
+
+void freeinfo(fi_info* info) { library().freeinfo(info); }
+
+fi_info* dupinfo(const fi_info* info) { return library().dupinfo(info); }
+
+int make_fabric(fi_fabric_attr* attributes, fid_fabric** fabric, void* context) {
+  return library().fabric(attributes, fabric, context);
+}
+
+uint32_t version() { return library().version(); }
+
+std::string error_text(int code) {
+  const Library* ready = loaded.load(std::memory_order_acquire);
+  return ready != nullptr ? ready->strerror(code) : "error " + std::to_string(code);
+}
+
+bool library_loaded() noexcept { return loaded.load(std::memory_order_acquire) != nullptr; }
+
+}  // namespace rma::fabric
