@@ -201,12 +201,16 @@ def test_usage_errors(tmp_path):
 
 def test_info_says_which_transport_a_job_would_use(monkeypatch):
     monkeypatch.delenv("RMA_TRANSPORT", raising=False)
+    monkeypatch.delenv("RMA_PROVIDER", raising=False)
     result = rmarun("--info")
     assert result.stdout.startswith("rma ")
     assert "between the ranks of one host (RMA_TRANSPORT=auto): shared memory" in result.stdout
+    assert "a job with all ranks on this host: no libfabric" in result.stdout
+    assert "a job with ranks on several hosts: libfabric provider tcp;ofi_rxm" in result.stdout
     monkeypatch.setenv("RMA_TRANSPORT", "libfabric")
     result = rmarun("--info")
     assert "(RMA_TRANSPORT=libfabric): libfabric for windows and messages" in result.stdout
+    assert "a job with all ranks on this host: libfabric provider shm" in result.stdout
 
 
 # --------------------------------------------------------------------------

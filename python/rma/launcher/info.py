@@ -10,7 +10,7 @@ def print_info() -> int:
     # Imported here: only --info needs the compiled core (libfabric takes long to load).
     from .. import __version__
     from .._job import settings
-    from .._job.join import choose_provider
+    from .._job.join import choose_provider, needs_fabric
     from .._native import _core
 
     requested = settings.provider()
@@ -27,6 +27,12 @@ def print_info() -> int:
     )
     source = f"RMA_PROVIDER={requested}" if requested else "automatic"
     for where, same_host in (("all ranks on this host", True), ("ranks on several hosts", False)):
+        if not needs_fabric(requested, transport, same_host):
+            print(
+                f"a job with {where}: no libfabric (shared memory only; never loaded; RMA_TRANSPORT=libfabric "
+                "or RMA_PROVIDER would open it)"
+            )
+            continue
         provider, node = choose_provider(requested, same_host)
         bound = f", bound to {node}" if node else ""
         state = "" if provider in usable else "  (NOT available here)"
