@@ -117,3 +117,36 @@ def test_a_target_nobody_may_copy_into_is_reached_through_messages(tmp_path, ran
     lines = run(tmp_path, drop, ranks, {"TEST_NON_DUMPABLE": "1"})
     for line in lines:
         assert "libfabric mapped: False" in line, line
+
+
+SIGNALS_AFTER_LOADING = textwrap.dedent(
+    """
+    import faulthandler, os, signal, sys
+    import rma
+    from rma._native import _core
+
+    faulthandler.enable()
+    before = {n: signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM, signal.SIGSEGV, signal.SIGBUS)}
+    rma.init()  # RMA_PROVIDER names a provider: libfabric loads here
+    assert _core.libfabric_loaded()
+    after = {n: signal.getsignal(n) for n in before}
+    assert after == before, (before, after)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    """
+)
+
+
+def test_loading_libfabric_keeps_the_signal_handlers(tmp_path):
+    # Debian's libfabric loads libinfinipath, whose constructor takes SIGINT, SIGTERM, SIGSEGV
+    # and SIGBUS: Ctrl-C and SIGTERM would then exit 1 rather than raise or end by the signal.
+    script = tmp_path / "signals.py"
+    script.write_text(SIGNALS_AFTER_LOADING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RMA_", "FI_"))}
+    env["RMA_PROVIDER"] = "shm"
+    done = run_in_own_group([sys.executable, str(script)], timeout=WAIT, env=env)
+    assert done.stdout == "KeyboardInterrupt\n", done.stderr
+    assert done.returncode == -15, done.stderr  # SIGTERM's default: the process ends by it

@@ -1,17 +1,15 @@
-"""The compiled core, loaded once: with Python's signal handlers kept, and a clear error.
+"""The compiled core, loaded once, with a clear error when it cannot be.
 
 Only what needs the core imports this module, so that rmarun, the rendezvous store and the
-pytest plugin's controller start without loading libfabric (whose dependencies alone take
-about 200 ms to load on Debian 12).
+pytest plugin's controller start without loading it. (The core loads libfabric itself, only
+for a job that needs it, and keeps the process's signal handlers across that:
+src/core/fabric/libfabric_library.cpp.)
 """
 
 import threading
 
-from ._signals import keep_python_signal_handlers
-
 try:
-    with keep_python_signal_handlers():
-        from . import _core
+    from . import _core
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "rma: the compiled extension rma._core is missing or broken "

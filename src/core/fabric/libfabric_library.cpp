@@ -1,8 +1,10 @@
 #include "fabric/libfabric_library.hpp"
 
 #include <dlfcn.h>
+#include <signal.h>
 
 #include <atomic>
+#include <vector>
 
 #include "base/errors.hpp"
 
@@ -26,6 +28,35 @@ struct Library {
 
 std::atomic<const Library*> loaded{nullptr};
 
+// While one lives, the process's signal handlers are kept: its destructor puts back every one
+// that changed. Debian's libfabric pulls in libinfinipath (the psm provider), whose constructor
+// installs handlers of its own for SIGINT, SIGTERM, SIGSEGV and SIGBUS when it is loaded: a
+// Ctrl-C would then end the process with status 1 instead of raising KeyboardInterrupt (and
+// end rma's interrupt chain, base/interrupts.hpp), a SIGTERM would exit 1, and a crash would
+// not show as one (Python's faulthandler, AddressSanitizer's report).
+class SignalHandlersKept {
+ public:
+  SignalHandlersKept() {
+    for (int number = 1; number < NSIG; ++number) {
+      struct sigaction action {};
+      if (sigaction(number, nullptr, &action) == 0) kept_.push_back({number, action});
+    }
+  }
+  ~SignalHandlersKept() {
+    for (auto& [number, action] : kept_) {
+      struct sigaction now {};
+      if (sigaction(number, nullptr, &now) == 0 && now.sa_handler != action.sa_handler) {
+        sigaction(number, &action, nullptr);
+      }
+    }
+  }
+  SignalHandlersKept(const SignalHandlersKept&) = delete;
+  SignalHandlersKept& operator=(const SignalHandlersKept&) = delete;
+
+ private:
+  std::vector<std::pair<int, struct sigaction>> kept_;
+};
+
 template <class Function>
 Function find(void* handle, const char* name, const char* version) {
   void* symbol = dlvsym(handle, name, version);
@@ -41,7 +72,11 @@ const Library& library() {
   // A function-local static: the first caller loads, concurrent callers wait for it, and a
   // failed load is tried again by the next caller (and raises again).
   static const Library instance = [] {
-    void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    void* handle = nullptr;
+    {
+      SignalHandlersKept kept;
+      handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    }
     if (handle == nullptr) {
       const char* why = dlerror();
       throw RmaError(std::string("rma: libfabric could not be loaded (") + (why ? why : kLibrary) +
