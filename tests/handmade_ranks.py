@@ -19,6 +19,7 @@ def start_ranks(code, size, store, *, prologue="", extra_env=None, secret=None, 
             env.pop(name, None)
         env.update(RMA_STORE=store.address, RMA_SECRET=secret or store.secret, RMA_SIZE=str(size))
         env[rank_variable] = str(rank)
+        env.setdefault("OMP_NUM_THREADS", "1")  # as rmarun gives ranks that share 2 cores (spawn.py)
         env.update((extra_env(rank) if callable(extra_env) else extra_env) or {})
         processes.append(
             subprocess.Popen(

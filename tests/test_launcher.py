@@ -231,6 +231,23 @@ def test_ranks_get_their_environment():
     assert time.monotonic() - start < 5
 
 
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+def test_ranks_share_the_cores_among_their_thread_pools(ranks):
+    # Unless the user sized them, each rank's OpenMP and BLAS threads get the rank's share of
+    # this host's cores (at least one); a user's own setting of any of them is left alone.
+    cores = len(os.sched_getaffinity(0))
+    code = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    result = rmarun("-n", str(ranks), "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"{max(1, cores // ranks)} None"] * ranks
+    for mine in ({"OMP_NUM_THREADS": "3"}, {"OPENBLAS_NUM_THREADS": "5"}):
+        result = rmarun("-n", str(ranks), "-c", code, env={**env, **mine})
+        assert result.returncode == 0, result.stderr
+        expected = f"{mine.get('OMP_NUM_THREADS')} {mine.get('OPENBLAS_NUM_THREADS')}"
+        assert result.stdout.splitlines() == [expected] * ranks
+
+
 def test_tag_output_prefixes_every_line():
     code = (
         "import os, sys; r = os.environ['RMA_RANK']; "

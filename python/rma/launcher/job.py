@@ -101,7 +101,10 @@ class Job:
             self.events.put(("store", rank, None))
 
     def _environment(self, rank: int, store_address: str, secret: str) -> dict[str, str]:
-        env = rank_environment(rank, self.size, store_address, secret, self.args.provider)
+        # This host's cores are shared among this host's ranks. (A remote rank's command carries
+        # no OMP_NUM_THREADS: remote_command passes on only what a rank needs.)
+        here = sum(1 for host in self.placement if is_local(host)) if self.placement else self.size
+        env = rank_environment(rank, self.size, store_address, secret, self.args.provider, ranks_on_host=here)
         env["RMA_LAUNCHER"] = PROG
         if self.args.mpi4py:
             # Only the ranks find the facade as mpi4py; a real mpi4py elsewhere is untouched.

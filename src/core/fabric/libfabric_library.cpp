@@ -38,13 +38,13 @@ class SignalHandlersKept {
  public:
   SignalHandlersKept() {
     for (int number = 1; number < NSIG; ++number) {
-      struct sigaction action {};
+      struct sigaction action{};
       if (sigaction(number, nullptr, &action) == 0) kept_.push_back({number, action});
     }
   }
   ~SignalHandlersKept() {
     for (auto& [number, action] : kept_) {
-      struct sigaction now {};
+      struct sigaction now{};
       if (sigaction(number, nullptr, &now) == 0 && now.sa_handler != action.sa_handler) {
         sigaction(number, &action, nullptr);
       }
