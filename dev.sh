@@ -134,19 +134,22 @@ asan_suite() {
   preload="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
   echo "dev.sh: the Python suite against the sanitized extension"
   # (Of a test run at several rank counts, its largest and one other, taken in turn from test to
-  # test (--rma-size-sample): the question here is memory, which the code paths answer more
-  # than the rank counts. The peer-death matrix runs one cell in three: its cells test deaths,
+  # test (--rma-size-sample; the count is the rma marker's or the test's own `size`): the
+  # question here is memory, which the code paths answer more than the rank counts. The peer-death matrix runs one cell in three: its cells test deaths,
   # not memory. And mpi4py's own tests run at 1 and 2 ranks only: at 3 and 4 they repeat the
   # same memory paths, slowly under the sanitizers; the checker's labelled programs run at 3
   # ranks only. RMA_CHECK's tests run here: the checker is compiled. Left out:
   # RMA_MODEL=separate's tests, Python over the calls the rest of the suite runs; and the tests
   # of Python tooling, whose ranks make the calls the rest of the suite makes: the pytest
-  # plugin's, the store server's, the notebook's, the stub and type checks.)
+  # plugin's, the store server's, the notebook's, the settings', the launchers' (rmarun on one
+  # host and across hosts, Slurm, PMIx), the layer and import checks, the stub and type checks.)
   RMA_DEATH_SAMPLE=3 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
     --deselect tests/test_stubs.py --deselect tests/test_typing.py \
     --deselect tests/test_separate.py --deselect tests/test_plugin.py --deselect tests/test_store.py \
-    --deselect tests/test_notebook.py -k "not (passes_on_the_facade and (-3] or -4]))" --rma-size-sample tests/
+    --deselect tests/test_notebook.py --deselect tests/test_settings.py --deselect tests/test_launcher.py \
+    --deselect tests/test_launcher_hosts.py --deselect tests/test_slurm.py --deselect tests/test_pmix.py \
+    --deselect tests/test_layers.py --deselect tests/test_imports.py -k "not (passes_on_the_facade and (-3] or -4]))" --rma-size-sample tests/
 }
 
 docs() {

@@ -92,20 +92,26 @@ def _placed_on_the_test_bed(config: pytest.Config, items: list[pytest.Item]) -> 
 
 
 def _sampled_sizes(items: list[pytest.Item]) -> set[pytest.Item]:
-    """--rma-size-sample: of each rma test run at several rank counts (the same function, data
-    path and other parameters), its largest count and one other, the other taken in turn from
-    test to test, so that every count still runs in some tests. (The ASan pass: its question is
-    memory, which the code paths answer more than the rank counts.)"""
+    """--rma-size-sample: of each test run at several rank counts (the same function, data path
+    and other parameters), its largest count and one other, the other taken in turn from test
+    to test, so that every count still runs in some tests. A test's rank count is its rma
+    marker's, or else its own parameter `size` (the tests that start jobs by hand: the checker's,
+    the dead peers', the hostile processes'). (The ASan pass: its question is memory, which the
+    code paths answer more than the rank counts.)"""
     groups: dict[tuple, list[tuple[int, pytest.Item]]] = {}
     kept = set()
     for item in items:
         marker = item.get_closest_marker("rma")
-        if marker is None:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if marker is not None:
+            nprocs, variant, _ = item_request(item, marker)
+            counted = PARAM
+        elif isinstance(params.get("size"), int):
+            nprocs, variant, counted = params["size"], None, "size"
+        else:
             kept.add(item)
             continue
-        nprocs, variant, _ = item_request(item, marker)
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        others = repr(sorted((k, repr(v)) for k, v in params.items() if k != PARAM))
+        others = repr(sorted((k, repr(v)) for k, v in params.items() if k != counted))
         groups.setdefault((item.module.__name__, item.originalname, variant, others), []).append((nprocs, item))
     for turn, members in enumerate(groups.values()):
         sizes = sorted({nprocs for nprocs, _ in members})

@@ -135,6 +135,7 @@ SIGNALS_AFTER_LOADING = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGINT)
     except KeyboardInterrupt:
         print("KeyboardInterrupt", flush=True)
+    rma.finalize()  # (SIGTERM's default action ends the process before it could clean /dev/shm)
     os.kill(os.getpid(), signal.SIGTERM)
     """
 )
