@@ -1,5 +1,9 @@
 """Job start-up time and barrier latency, per provider: `python bench/foundation.py`.
 
+"auto" names no provider: a job on one host then loads no libfabric at all (its messages and
+barriers go through shared memory); "shm" and "tcp" make every rank load libfabric and open
+that provider's endpoint, as a job that spans hosts does.
+
 Start-up: wall time of `rmarun -n N python -c "import rma; rma.init().barrier()"` (median of
 several runs). Barrier: the median per-barrier time over many barriers inside one job, taking
 the slowest rank of each repetition.
@@ -32,7 +36,8 @@ if comm.rank == 0:
 
 
 def rmarun(n: int, provider: str, code: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "rma", "-n", str(n), "--provider", provider, sys.executable, "-c", code]
+    chosen = [] if provider == "auto" else ["--provider", provider]
+    command = [sys.executable, "-m", "rma", "-n", str(n), *chosen, sys.executable, "-c", code]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
 
 
@@ -52,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     print("| provider | start-up 1 rank | 4 ranks | 16 ranks | barrier 2 ranks | 4 ranks |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for provider in ("shm", "tcp"):
+    for provider in ("auto", "shm", "tcp"):
         ups = [startup(n, provider, args.runs) for n in (1, 4, 16)]
         barriers = [float(rmarun(n, provider, BARRIER_JOB.format(rounds=args.rounds)).stdout) for n in (2, 4)]
         print(

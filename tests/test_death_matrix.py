@@ -164,13 +164,13 @@ CALLS = [
     # The put went before the death; the unlock that completes it comes after.
     Call(
         "unlock of the victim",
-        "time.sleep(1); win.unlock(V)",
+        "time.sleep(2); win.unlock(V)",
         r"win\.unlock to rank \d",
         setup=LOCKED_ON_VICTIM + f"\nif comm.rank != V: win.put({ONE}, V)",
     ),
     Call(
         "unlock_all",
-        "time.sleep(1); win.unlock_all()",
+        "time.sleep(2); win.unlock_all()",
         r"win\.unlock_all",
         setup=WINDOW + f"\nif comm.rank != V: win.lock_all(); win.put({ONE}, V)",
     ),
@@ -250,7 +250,18 @@ def run_cell(call: Call, death: str, size: int) -> Outcome:
     processes: list[subprocess.Popen] = []
     try:
         environment = {"RMA_TIMEOUT": "60", "RMA_HANG_REPORT": "20"}  # (a stuck cell says where)
-        processes = start_ranks(rank_code(call, death), size, store, extra_env=environment, rank_variable="RMA_RANK")
+        victim_environment = {**environment}
+        if "ASAN_OPTIONS" in os.environ:
+            # The victim's crash is the cell's point: under the sanitizers its report need not be
+            # symbolized, which took it past the waiters' 1 s of sleep before an unlock (CI; now 2 s).
+            victim_environment["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":symbolize=0"
+        processes = start_ranks(
+            rank_code(call, death),
+            size,
+            store,
+            extra_env=lambda rank: victim_environment if rank == size - 1 else environment,
+            rank_variable="RMA_RANK",
+        )
         victim = size - 1
         waiters = [0] if call.only_rank_0 else [r for r in range(size) if r != victim]
         outs, errs = [""] * size, [""] * size
