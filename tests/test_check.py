@@ -1,15 +1,20 @@
 """Issue 18: RMA_CHECK finds conflicting accesses that nothing orders (spec/002), names both,
 and says nothing of accesses that a synchronization orders. Each program runs on 1, 2 and 4
 ranks started by hand (so that a rank may fail without failing the pool), on whichever
-transport RMA_TRANSPORT selects (dev.sh runs this file on both)."""
+transport RMA_TRANSPORT selects, and a few through libfabric at 3 ranks; the programs of the
+tables share their jobs (run_shared)."""
 
 import re
+import subprocess
 
 import pytest
 
 from handmade_ranks import run_job
 
-SIZES = [1, 2, 4]
+SIZES = [1, 2, 3, 4]
+# What the job of each size adds to its environment: the odd count runs through libfabric, where
+# the clock board and the accesses travel as messages and one-sided calls of the fabric.
+JOB_ENV = {1: {}, 2: {}, 3: {"RMA_TRANSPORT": "libfabric"}, 4: {}}
 
 # Every program: `comm`, `rank`, `size`, a window `win` of 8 int64 per rank, then the body; a
 # ConflictError is caught and printed as "CONFLICT <rank>: <message>", so that the test sees
@@ -35,15 +40,74 @@ print("END", flush=True)
 """
 
 
+def program(body):
+    return PROGRAM.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
+
+
 def run(body, size, mode="1", timeout=60, **more_env):
-    code = PROGRAM.format(body="\n".join("    " + line for line in body.strip("\n").splitlines()))
-    return run_code(code, size, mode, timeout, **more_env)
+    return run_code(program(body), size, mode, timeout, **more_env)
 
 
 def run_code(code, size, mode="1", timeout=60, **more_env):
     """Run a whole program on `size` ranks with RMA_CHECK=mode; return run_job's results."""
     env = {"RMA_CHECK": mode, "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **more_env}
     return run_job(code, size, env, timeout)
+
+
+# The programs of the tables below run many to a job: one job per rank count and transport
+# runs every case, one after another, each as a program of its own (its own globals, its own
+# window, its own code object named "<string>", so that the lines the checker names are those
+# of a job of its own). A ConflictError leaves the job usable: the window that saw it is freed.
+# (Starting ranks is most of what a small program costs: a job per case took minutes.)
+CASE_MARK = "\x1eCASE "
+SHARED_JOB = f"""
+import sys, traceback
+import rma
+comm = rma.init()
+for name, code in CASES:
+    comm.barrier()
+    print({CASE_MARK!r} + name, flush=True)
+    print({CASE_MARK!r} + name, file=sys.stderr, flush=True)
+    try:
+        exec(compile(code, "<string>", "exec"), {{"__name__": "__main__"}})
+    except BaseException:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+comm.barrier()
+"""
+
+_shared_jobs: dict[int, dict[str, list[tuple[int, str, str]]]] = {}
+
+
+def run_shared(name, size):
+    """The results of case `name` (a key of CASES), as run() would return them, from the job
+    that runs every case at `size` ranks (started on first use, then kept)."""
+    if size not in _shared_jobs:
+        code = f"CASES = {list(CASES.items())!r}\n" + SHARED_JOB
+        env = {"RMA_CHECK": "1", "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0", **JOB_ENV[size]}
+        try:
+            _shared_jobs[size] = split_cases(run_job(code, size, env, timeout=40 + 4 * len(CASES)))
+        except subprocess.TimeoutExpired as timeout:
+            _shared_jobs[size] = timeout  # every case of the job fails with it, none starts it again
+    if isinstance(_shared_jobs[size], subprocess.TimeoutExpired):
+        raise _shared_jobs[size]
+    return _shared_jobs[size][name]
+
+
+def split_cases(results):
+    """{case: [(status, stdout, stderr)] in rank order}: each rank's output cut at the marks."""
+    cases: dict[str, list[tuple[int, str, str]]] = {name: [] for name in CASES}
+    for status, out, err in results:
+        outs, errs = cut(out), cut(err)
+        for name in CASES:
+            cases[name].append((status, outs.get(name, ""), errs.get(name, "") or (err if name not in outs else "")))
+    return cases
+
+
+def cut(text):
+    parts = text.split(CASE_MARK)
+    return dict(part.split("\n", 1) if "\n" in part else (part, "") for part in parts[1:])
 
 
 def conflicts(results):
@@ -128,8 +192,8 @@ RACY = {
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", RACY)
 def test_a_conflict_is_found_and_names_both_accesses(case, size):
-    body, smallest, finder, patterns = RACY[case]
-    results = run(body, size)
+    _, smallest, finder, patterns = RACY[case]
+    results = run_shared(f"racy: {case}", size)
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     found = conflicts(results)
@@ -141,9 +205,9 @@ def test_a_conflict_is_found_and_names_both_accesses(case, size):
     else:
         assert finder in found, (found, [err for _, _, err in results])
     for message in found.values():
-        assert message.startswith(
-            "rma: RMA_CHECK: conflicting accesses to window 1 (allocate, int64, shape (8,)) on rank 0"
-        )
+        assert re.match(
+            r"rma: RMA_CHECK: conflicting accesses to window \d+ \(allocate, int64, shape \(8,\)\) on rank 0", message
+        ), message
         for pattern in patterns:
             assert re.search(pattern, message), (pattern, message)
 
@@ -263,9 +327,9 @@ ORIGINS = {
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", ORIGINS)
 def test_an_origin_array_changed_too_early_is_found(case, size):
-    body, racy = ORIGINS[case]
+    racy = ORIGINS[case][1]
     call = f"win.{'rput' if 'rput' in case else 'put'}" if racy else None
-    assert_every_rank_found_a_changed_array(run(body, size), size, "origin", call, "32-63")
+    assert_every_rank_found_a_changed_array(run_shared(f"origin: {case}", size), size, "origin", call, "32-63")
 
 
 # A longer origin, changed in one byte: the digest reads it in blocks of 64 bytes, then words,
@@ -282,11 +346,14 @@ finally:
 """
 
 
-@pytest.mark.parametrize("size", [1, 3])
-@pytest.mark.parametrize("index", [500, 980, 1002])
+LONG_INDICES = [500, 980, 1002]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("index", LONG_INDICES)
 def test_a_long_origin_changed_in_one_byte_is_found(index, size):
     assert_every_rank_found_a_changed_array(
-        run(LONG_ORIGIN.format(index=index), size), size, "origin", "win.put", "0-1002"
+        run_shared(f"long origin: {index}", size), size, "origin", "win.put", "0-1002"
     )
 
 
@@ -345,9 +412,8 @@ RESULTS = {
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", RESULTS)
 def test_a_result_array_changed_too_early_is_found(case, size):
-    body, call = RESULTS[case]
-    results = run("win.local[:] = rank + 10\ncomm.barrier()\n" + body, size)
-    assert_every_rank_found_a_changed_array(results, size, "result", call, "32-")
+    call = RESULTS[case][1]
+    assert_every_rank_found_a_changed_array(run_shared(f"result: {case}", size), size, "result", call, "32-")
 
 
 # The owner's loads and stores of win.local, against the others' calls (and its own).
@@ -439,8 +505,8 @@ with win.fence():
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", LOCAL)
 def test_loads_and_stores_of_win_local_are_checked(case, size):
-    body, smallest, pattern = LOCAL[case]
-    results = run(body, size)
+    _, smallest, pattern = LOCAL[case]
+    results = run_shared(f"local: {case}", size)
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     found = conflicts(results)
@@ -451,22 +517,6 @@ def test_loads_and_stores_of_win_local_are_checked(case, size):
     assert set(found) == finders, found
     for message in found.values():
         assert re.search(pattern, message), (pattern, message)
-
-
-# A few of each through libfabric, where the clock board and the accesses travel as messages
-# and one-sided calls of the fabric (the rest run there too in dev.sh's libfabric pass).
-THROUGH_LIBFABRIC = ["put-put in a fence epoch", "puts under shared locks", "get-accumulate in PSCW"]
-THROUGH_LIBFABRIC_SAFE = ["flush then barrier then get", "exclusive locks serialize", "PSCW rounds"]
-
-
-@pytest.mark.parametrize("case", THROUGH_LIBFABRIC + THROUGH_LIBFABRIC_SAFE)
-def test_the_checker_works_through_libfabric(case):
-    body = RACY[case][0] if case in RACY else SAFE[case]
-    results = run(body, 3, RMA_TRANSPORT="libfabric")
-    for rank, (status, out, err) in enumerate(results):
-        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
-    found = conflicts(results)
-    assert (set(found) == {0}) if case in RACY else (found == {}), found
 
 
 # A free refused with a get still in flight (the closing fence forgotten): through libfabric a
@@ -535,7 +585,7 @@ def test_calls_on_a_freed_checked_window_name_the_window(size):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", SAFE)
 def test_ordered_accesses_are_not_reported(case, size):
-    results = run(SAFE[case], size)
+    results = run_shared(f"safe: {case}", size)
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     assert conflicts(results) == {}
@@ -549,7 +599,6 @@ def test_warn_mode_warns_and_goes_on():
 
 
 def test_an_uncaught_conflict_ends_the_job_non_zero(tmp_path):
-    import subprocess
     import sys
 
     script = tmp_path / "racy.py"
@@ -575,7 +624,6 @@ def test_rma_check_chooses_the_window_kind(value, kind):
 
 
 def test_a_bad_rma_check_value_is_refused():
-    import subprocess
     import sys
 
     env = {**__import__("os").environ, "RMA_CHECK": "maybe"}
@@ -589,7 +637,6 @@ def test_the_labelled_suite_scores_full_precision_and_recall(pytestconfig):
     (`score.py --plain` shows that every program also runs to its end without the checker.)
     Under --rma-size-sample (the ASan pass, whose question is memory) at 3 ranks only: the
     checker's code paths are those of 2 ranks and more."""
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -633,7 +680,7 @@ print("END", flush=True)
 def test_the_mpi4py_facade_is_checked(size):
     # rma.compat's compiled calls take the checked window's methods under RMA_CHECK: the fence
     # orders the puts before the gets, and the puts of one epoch to one element conflict.
-    results = run_code(FACADE, size)
+    results = run_code(FACADE, size, **JOB_ENV[size])
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and "ORDERED" in out and out.endswith("END\n"), f"rank {rank}: {err}{out}"
     found = conflicts(results)
@@ -649,7 +696,6 @@ def test_the_examples_and_the_notebook_run_clean_under_the_checker(tmp_path, mon
     # through a real Jupyter kernel, whose ranks inherit RMA_CHECK).
     import json
     import os
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -686,7 +732,7 @@ shared.free()
 def test_loads_and_stores_through_win_shared_are_checked(size):
     # A shared window's win.shared(rank) is watched as win.local is: a store to another rank's
     # memory is this rank's put there, which the owner's unordered load conflicts with.
-    results = run(SHARED_PEER, size)
+    results = run_shared("shared peer", size)
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     found = conflicts(results)
@@ -699,3 +745,18 @@ def test_loads_and_stores_through_win_shared_are_checked(size):
     ) or re.search(
         rf"load of win\.local by rank 0, bytes 16-23.*store to win\.shared\(0\) by rank {size - 1} to rank 0", found[0]
     ), found[0]
+
+
+# Every program of the tables above, as the shared jobs run them (run_shared).
+CASES = {
+    **{f"racy: {case}": program(body) for case, (body, *_) in RACY.items()},
+    **{f"safe: {case}": program(body) for case, body in SAFE.items()},
+    **{f"origin: {case}": program(body) for case, (body, _) in ORIGINS.items()},
+    **{f"long origin: {index}": program(LONG_ORIGIN.format(index=index)) for index in LONG_INDICES},
+    **{
+        f"result: {case}": program("win.local[:] = rank + 10\ncomm.barrier()\n" + body)
+        for case, (body, _) in RESULTS.items()
+    },
+    **{f"local: {case}": program(body) for case, (body, *_) in LOCAL.items()},
+    "shared peer": program(SHARED_PEER),
+}
