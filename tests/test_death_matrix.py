@@ -4,8 +4,8 @@ In each cell one rank (the victim) dies while the others (the waiters) are block
 or keep making it when it would not block; each waiter must get PeerError naming the victim
 within 10 s, then end normally (interpreter exit finalizes) leaving nothing of its own in
 /dev/shm. The transport is the environment's: dev.sh runs this file again with
-RMA_TRANSPORT=libfabric on one cell in two (RMA_DEATH_SAMPLE=2), and the ASan pass runs one
-cell in three (RMA_DEATH_SAMPLE=3).
+RMA_TRANSPORT=libfabric on one cell in two (RMA_DEATH_SAMPLE=2); its ASan pass runs one cell in
+three (RMA_DEATH_SAMPLE=3) and its main pass the other two (RMA_DEATH_SAMPLE=!3).
 
 A cell is a job of its own, started by hand (the pytest plugin counts a dying rank as a failed
 test). The jobs are short but mostly asleep, so RMA_DEATH_JOBS (3 by default) of them run at
@@ -301,12 +301,16 @@ CELL_IDS = [f"{call.name}-{death}-{size}ranks" for call, death, size in CELLS]
 
 
 def sampled(index: int) -> bool:
-    """Whether cell `index` runs under RMA_DEATH_SAMPLE=k (one cell in k): the sum of the call's,
-    the death's and the size's positions picks it, so that the chosen deaths and sizes rotate
-    from call to call and every death and size still meets every kind of call."""
+    """Whether cell `index` runs under RMA_DEATH_SAMPLE=k (one cell in k) or !k (the others):
+    the sum of the call's, the death's and the size's positions picks it, so that the chosen
+    deaths and sizes rotate from call to call and every death and size still meets every kind
+    of call. (./dev.sh test's ASan pass runs 3 and its main pass !3: between them, every cell
+    once on the default transport.)"""
     call, rest = divmod(index, len(DEATHS) * len(SIZES))
     death, size = divmod(rest, len(SIZES))
-    return (call + death + size) % int(os.environ.get("RMA_DEATH_SAMPLE", "1")) == 0
+    sample = os.environ.get("RMA_DEATH_SAMPLE", "1")
+    chosen = (call + death + size) % int(sample.lstrip("!")) == 0
+    return not chosen if sample.startswith("!") else chosen
 
 
 _outcomes: dict[str, Outcome] = {}
