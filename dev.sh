@@ -149,7 +149,23 @@ asan_suite() {
     --deselect tests/test_separate.py --deselect tests/test_plugin.py --deselect tests/test_store.py \
     --deselect tests/test_notebook.py --deselect tests/test_settings.py --deselect tests/test_launcher.py \
     --deselect tests/test_launcher_hosts.py --deselect tests/test_slurm.py --deselect tests/test_pmix.py \
-    --deselect tests/test_layers.py --deselect tests/test_imports.py -k "not (passes_on_the_facade and (-3] or -4]))" --rma-size-sample tests/
+    --deselect tests/test_layers.py --deselect tests/test_imports.py -k "not (passes_on_the_facade and (-3] or -4]))" --rma-size-sample \
+    --durations=20 tests/
+}
+
+asan_passes() {
+  asan_build
+  cpp_tests "$ASAN_BUILD"
+  asan_suite
+}
+
+stop_tree() {
+  # End process $1 and every process under it (the background passes of ./dev.sh test, when
+  # the script fails first); its children are read before it ends, while they are still its.
+  local children child
+  children=$(cat /proc/"$1"/task/*/children 2>/dev/null || true)
+  kill "$1" 2>/dev/null || true
+  for child in $children; do stop_tree "$child"; done
 }
 
 docs() {
@@ -210,15 +226,20 @@ case "${1:-}" in
     # The cheap checks first, then the passes from the one most likely to fail to the least.
     lint
     docs
-    if [ $# -le 1 ]; then
-      asan_build
-      cpp_tests "$ASAN_BUILD"
-    fi
     shm_before=$(shm_files)
+    if [ $# -le 1 ]; then
+      # The sanitized build, its C++ unit tests and its Python pass run beside the other passes,
+      # their lines marked [asan]: every pass spends a third of its time or more asleep (deadlines,
+      # deaths, idle ranks), time the other uses. Whatever ends dev.sh ends them too.
+      (asan_passes 2>&1 | sed -u 's/^/[asan] /') &
+      asan_job=$!
+      trap 'stop_tree "$asan_job"' EXIT
+    fi
     if [ $# -le 1 ]; then
       # The whole suite: of the peer-death matrix, the cells the ASan pass leaves out (it runs
       # one in three, RMA_DEATH_SAMPLE=3), so that each cell runs once on the default transport.
-      RMA_DEATH_SAMPLE='!3' PATH="$VENV/bin:$PATH" "$PY" -m pytest
+      # The slowest tests are listed at the end (--durations), for whoever makes the suite fit.
+      RMA_DEATH_SAMPLE='!3' PATH="$VENV/bin:$PATH" "$PY" -m pytest --durations=30
     else
       PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
     fi
@@ -256,7 +277,9 @@ case "${1:-}" in
       else
         echo "dev.sh: skipping the cross-host suites: $why"
       fi
-      asan_suite
+      echo "dev.sh: waiting for the sanitized passes ([asan])"
+      wait "$asan_job" || { echo "dev.sh: the sanitized passes ([asan]) failed" >&2; exit 1; }
+      trap - EXIT
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))
       if [ -n "$left" ]; then
