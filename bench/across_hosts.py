@@ -29,6 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from mpi_envs import MPI_SYSTEMS, ensure_env  # noqa: E402
+from table_cells import BANDWIDTH, SINGLE, base, fmt, order, size_text, title  # noqa: E402
 from testbed import Job, TestBed  # noqa: E402
 
 CASES = HERE / "cases.py"
@@ -198,16 +200,15 @@ def ceiling_of(case: str, size: int, tcp: dict) -> float | None:
 
 def main(repetitions: int, mpis: list[str] | None = None) -> None:
     """mpis: the MPI packages to run beside rma ("mpich", "openmpi"); None: all, []: none."""
-    import run  # bench/run.py: titles, formats and the MPI environments, shared with the one-host table
 
     reason = TestBed.refusal()
     if reason:
         raise SystemExit(f"bench --hosts: {reason}")
     RESULTS.mkdir(exist_ok=True)
     systems = {}
-    for name, package in run.MPI_SYSTEMS.items():
+    for name, package in MPI_SYSTEMS.items():
         if mpis is None or package in mpis:
-            python = run.ensure_env(name, package)
+            python = ensure_env(name, package)
             if python is not None:
                 systems[name] = (python, package)
     names = ["rma", *systems]
@@ -229,29 +230,29 @@ def main(repetitions: int, mpis: list[str] | None = None) -> None:
                     if result["value"] is not None:
                         values.setdefault((result["case"], result["size"], name), []).append(result["value"])
             say(f"repetition {repetition}/{repetitions} done")
-    write_table(values, names, repetitions, run)
+    write_table(values, names, repetitions)
 
 
-def write_table(values, names, repetitions, run) -> None:
+def write_table(values, names, repetitions) -> None:
     medians = {key: statistics.median(samples) for key, samples in values.items()}
     tcp = {(case, size): v for (case, size, name), v in medians.items() if name == "TCP"}
     mpis = [n for n in names if n != "rma"]
     header = ["case", "size", *names, "TCP ceiling", "rma / best mpi4py", "rma / ceiling"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    cases = sorted({(c, s) for (c, s, n) in medians if n == "rma"}, key=lambda k: (run._order(k[0]), k[1]))
+    cases = sorted({(c, s) for (c, s, n) in medians if n == "rma"}, key=lambda k: (order(k[0]), k[1]))
     for case, size in cases:
         row = {name: medians.get((case, size, name)) for name in names}
         ceiling = ceiling_of(case, size, tcp)
-        higher_better = case in run.BANDWIDTH
+        higher_better = case in BANDWIDTH
         best = [row[m] for m in mpis if row[m] is not None]
         reference = (max(best) if higher_better else min(best)) if best else None
         versus_mpi = f"{row['rma'] / reference:.2f}" if reference else ""
         versus_ceiling = f"{row['rma'] / ceiling:.2f}" if ceiling else ""
-        size_text = run._size(size) if run._base(case) not in run.SINGLE else "8 B"
-        cells = [run._title(case), size_text, *(run.fmt(case, row[n]) for n in names), run.fmt(case, ceiling)]
+        size_cell = size_text(size) if base(case) not in SINGLE else "8 B"
+        cells = [title(case), size_cell, *(fmt(case, row[n]) for n in names), fmt(case, ceiling)]
         lines.append("| " + " | ".join([*cells, versus_mpi, versus_ceiling]) + " |")
     ping = tcp.get(("tcp_pingpong", 8))
-    streams = ", ".join(f"{run._size(s)}: {v / 1e9:.2f} GB/s" for (c, s), v in sorted(tcp.items()) if c == "tcp_stream")
+    streams = ", ".join(f"{size_text(s)}: {v / 1e9:.2f} GB/s" for (c, s), v in sorted(tcp.items()) if c == "tcp_stream")
     lines.append(
         f"\nOne rank on each of two test-bed hosts; median of {repetitions} repetition(s). TCP between the "
         f"same hosts (Python at both ends, polling): half a ping-pong round trip {ping * 1e6:.1f} us; stream "

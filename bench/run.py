@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mpi_envs import MPI_SYSTEMS, ensure_env
+from table_cells import BANDWIDTH, SINGLE, TITLES, base, fmt, order, size_text, title
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ENVS = HERE / ".envs"
 RESULTS = HERE / "results"
 CASES = HERE / "cases.py"
-MPI_SYSTEMS = {"mpi4py+MPICH": "mpich", "mpi4py+Open MPI": "openmpi"}
 CORE = "rma C++ core"
 # The mpi4py code of cases.py run unchanged on rma's mpi4py facade (rmarun --mpi4py): what the
 # facade costs over rma's own API, per call, is measured in one process by bench/facade_cost.py.
@@ -50,34 +51,6 @@ CHECKED_CASES = (
     "put,get,accumulate,lock_put_unlock,fetch_and_op,compare_and_swap,fence_empty,fence_put,pscw_put,barrier"
 )
 C_COLUMNS = {"mpich": "C MPICH", "openmpi": "C Open MPI"}  # the same cases in C, without Python
-BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
-TITLES = {
-    "put": "put + flush latency (lock_all)",
-    "get": "get + flush latency (lock_all)",
-    "accumulate": "accumulate (SUM int64) + flush latency",
-    "lock_put_unlock": "lock + put + unlock latency",
-    "put_bw": "put bandwidth (64 puts, one flush)",
-    "get_bw": "get bandwidth (64 gets, one flush)",
-    "fetch_and_op": "fetch_and_op + flush latency",
-    "compare_and_swap": "compare_and_swap + flush latency",
-    "fence_empty": "empty fence",
-    "fence_put": "fence epoch with one put",
-    "pscw_put": "PSCW epoch with one put",
-    "win_create_free": "window create + free",
-    "barrier": "barrier",
-    "wait_until_wake": "wait_until wake-up after a remote put (mpi4py: Win.Sync polling)",
-    "contended_fetch_and_op": "fetch_and_op throughput, 4 ranks on one counter",
-    # The communicator, at 2 and at 4 ranks (bench/cases.py --communicator); objects pickled.
-    "comm_barrier": "comm barrier",
-    "comm_bcast": "comm bcast (an int, from the root's side)",
-    "comm_allreduce": "comm allreduce (an int)",
-    "comm_scatter": "comm scatter (ints, from the root's side)",
-    "comm_alltoall": "comm alltoall (ints)",
-    "comm_sendrecv": "comm sendrecv around a ring (an int)",
-    "comm_isend_irecv": "comm irecv + isend + waits around a ring",
-    "comm_split_type": "comm split_type host (mpi4py: Split_type + Free)",
-    "comm_Allreduce": "comm Allreduce of a float64 array",
-}
 COMMUNICATOR_RANKS = (2, 4)
 # The collective window cases again at more ranks than the machine has cores (the scaling table).
 SCALING_RANKS = (4, 8)
@@ -86,23 +59,6 @@ SCALING_CASES = ["--cases", "fence_empty,win_create_free,barrier"]
 
 def say(text: str) -> None:
     print(f"bench: {text}", flush=True)
-
-
-def ensure_env(name: str, package: str) -> Path | None:
-    """Return the python of an environment with mpi4py over `package`, making it if needed."""
-    env = ENVS / package
-    python = env / "bin" / "python"
-    if not python.exists():
-        say(f"making the {name} environment in {env} (once)")
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-        done = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "mpi4py", package, "numpy"], capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            say(f"could not install {name}: {done.stderr.strip().splitlines()[-1:]}; skipping it")
-            shutil.rmtree(env, ignore_errors=True)
-            return None
-    return python
 
 
 def mpiexec(python: Path, package: str, n: int, args: list[str]) -> list[str]:
@@ -305,7 +261,7 @@ def main() -> None:
 def write_results(values, ceiling, names, facade) -> None:
     rows = []
     mpis = [n for n in names if n not in ("rma", COMPAT, CHECKED, BASELINE)]
-    cases = sorted({case for (case, _, _) in values}, key=_order)
+    cases = sorted({case for (case, _, _) in values}, key=order)
     for case in cases:
         for size in sorted({s for (c, s, _) in values if c == case}):
             row = {"case": case, "size": size}
@@ -347,22 +303,12 @@ def write_results(values, ceiling, names, facade) -> None:
     plot(rows, names)
 
 
-def fmt(case: str, value: float | None) -> str:
-    if value is None:
-        return ""
-    if case == "contended_fetch_and_op":
-        return f"{value:,.0f}/s"
-    if case in BANDWIDTH:
-        return f"{value / 1e9:.2f} GB/s"
-    return f"{value * 1e6:.2f} us" if value < 1e-3 else f"{value * 1e3:.2f} ms"
-
-
 def markdown_table(rows, names, mpis) -> str:
     ratios = ["rma / best mpi4py", "compat / rma", "checked / rma"] + (["baseline / rma"] if BASELINE in names else [])
     header = ["case", "size"] + names + ["memcpy", *ratios] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
-        cells = [_title(row["case"]), _size(row["size"]) if _base(row["case"]) not in SINGLE else "8 B"]
+        cells = [title(row["case"]), size_text(row["size"]) if base(row["case"]) not in SINGLE else "8 B"]
         for name in names:
             value = row.get(name)
             spread = (
@@ -396,40 +342,6 @@ def markdown_table(rows, names, mpis) -> str:
 
 
 WITHOUT_PYTHON = [CORE, *C_COLUMNS.values()]
-SINGLE = {
-    *(case for case in TITLES if case.startswith("comm_") and case != "comm_Allreduce"),
-    "fetch_and_op",
-    "compare_and_swap",
-    "fence_empty",
-    "fence_put",
-    "pscw_put",
-    "win_create_free",
-    "barrier",
-    "wait_until_wake",
-    "contended_fetch_and_op",
-}
-
-
-def _base(case: str) -> str:
-    """The case without its rank count ("comm_barrier@4" -> "comm_barrier")."""
-    return case.split("@")[0]
-
-
-def _title(case: str) -> str:
-    base, _, ranks = case.partition("@")
-    return TITLES[base] + (f", {ranks} ranks" if ranks else "")
-
-
-def _order(case: str) -> tuple[int, int]:
-    base, _, ranks = case.partition("@")
-    return list(TITLES).index(base), int(ranks or 0)
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
 
 
 def plot(rows, names) -> None:
@@ -454,7 +366,7 @@ def plot(rows, names) -> None:
                     axis.plot(*zip(*points), marker="o", label=name)
             axis.set_xscale("log", base=2)
             axis.set_yscale("log")
-            axis.set_title(TITLES[case], fontsize=9)
+            axis.settitle(TITLES[case], fontsize=9)
             axis.set_xlabel("message size (bytes)")
             axis.set_ylabel(ylabel)
             axis.legend(fontsize=7)
