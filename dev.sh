@@ -4,11 +4,11 @@
 #   ./dev.sh check  the inner loop, a few minutes: lint, the C++ unit tests under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer, the window, message and facade suites but their
 #                   tests marked slow; stops at the first failure
-#   ./dev.sh test   install what is needed, then lint, build the docs, build the extension with
-#                   the sanitizers and run the C++ unit tests, the pytest suite, its window and
-#                   message suites again through libfabric and again across the hosts of a
-#                   namespace test bed (as root; on 2 hosts under RMA_CHECK=1), and the suite once
-#                   more against the sanitized extension (what CI runs); with pytest arguments,
+#   ./dev.sh test   install what is needed, then lint, build the docs; then side by side: the
+#                   pytest suite, its window and message suites again through libfabric and
+#                   again across the hosts of a namespace test bed (as root; on 2 hosts under
+#                   RMA_CHECK=1); and the extension built with the sanitizers, its C++ unit tests
+#                   and the suite once more against it (what CI runs); with pytest arguments,
 #                   only the pytest suite
 #   ./dev.sh lint   ruff (lint and format check) for Python, clang-format check for C++
 #   ./dev.sh format apply ruff's and clang-format's formatting (and ruff's safe fixes)
@@ -159,6 +159,24 @@ asan_passes() {
   asan_suite
 }
 
+asan_check_in() {
+  # Between two passes (and, with "wait", at the end): whether the sanitized build and passes
+  # ended badly; if so dev.sh stops here, showing what they said.
+  if [ -z "${asan_status:-}" ] && { [ "${1:-}" = wait ] || ! kill -0 "$asan_job" 2>/dev/null; }; then
+    asan_status=0
+    wait "$asan_job" || asan_status=$?
+  fi
+  if [ "${asan_status:-0}" -ne 0 ]; then
+    echo "dev.sh: the sanitized build or passes failed (status $asan_status)" >&2
+    exit 1
+  fi
+}
+
+show_asan_log() {
+  echo "dev.sh: what the sanitized build and passes said ($asan_log):"
+  sed 's/^/[asan] /' "$asan_log"
+}
+
 stop_tree() {
   # End process $1 and every process under it (the background passes of ./dev.sh test, when
   # the script fails first); its children are read before it ends, while they are still its.
@@ -228,12 +246,16 @@ case "${1:-}" in
     docs
     shm_before=$(shm_files)
     if [ $# -le 1 ]; then
-      # The sanitized build, its C++ unit tests and its Python pass run beside the other passes,
-      # their lines marked [asan]: every pass spends a third of its time or more asleep (deadlines,
-      # deaths, idle ranks), time the other uses. Whatever ends dev.sh ends them too.
-      (asan_passes 2>&1 | sed -u 's/^/[asan] /') &
+      # The sanitized build, its C++ unit tests and its Python pass run beside the other passes:
+      # every pass spends a third of its time or more asleep (deadlines, deaths, idle ranks),
+      # time the other uses. Their output goes to a file, shown (lines marked [asan]) once they
+      # end; whatever ends dev.sh first ends them too and shows what they said so far.
+      asan_log=build/asan-passes.log
+      mkdir -p build
+      echo "dev.sh: the sanitized build and passes run beside the others, into $asan_log"
+      asan_passes >"$asan_log" 2>&1 &
       asan_job=$!
-      trap 'stop_tree "$asan_job"' EXIT
+      trap 'stop_tree "$asan_job"; show_asan_log' EXIT
     fi
     if [ $# -le 1 ]; then
       # The whole suite: of the peer-death matrix, the cells the ASan pass leaves out (it runs
@@ -244,6 +266,7 @@ case "${1:-}" in
       PATH="$VENV/bin:$PATH" "$PY" -m pytest "${@:2}"
     fi
     if [ $# -le 1 ]; then
+      asan_check_in
       # The window and message suites once more with everything through libfabric instead of
       # shared memory, so that both transports stay tested. Tests whose marker names their
       # transports ran on each already: -k leaves those variants out. The peer-death matrix
@@ -260,6 +283,7 @@ case "${1:-}" in
       echo "dev.sh: the interrupt suite under RMA_CHECK=1 with RMA_TRANSPORT=libfabric"
       RMA_CHECK=1 RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake \
         -o addopts="--strict-markers -ra" -m "not racy" tests/test_interrupts.py
+      asan_check_in
       # Across hosts: the suites once more with their ranks on the hosts of a test bed
       # (tests/testbed.py: network, UTS, mount and PID namespaces joined by a bridge), so that
       # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.
@@ -277,9 +301,10 @@ case "${1:-}" in
       else
         echo "dev.sh: skipping the cross-host suites: $why"
       fi
-      echo "dev.sh: waiting for the sanitized passes ([asan])"
-      wait "$asan_job" || { echo "dev.sh: the sanitized passes ([asan]) failed" >&2; exit 1; }
+      echo "dev.sh: waiting for the sanitized build and passes"
+      asan_check_in wait
       trap - EXIT
+      show_asan_log
       # Killed ranks included, the suites must leave nothing of theirs in /dev/shm.
       left=$(comm -13 <(echo "$shm_before") <(shm_files))
       if [ -n "$left" ]; then
