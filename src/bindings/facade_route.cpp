@@ -12,12 +12,11 @@ std::array<Own, kCalls> own{};
 
 namespace {
 
-// The names of the calls, in the order of Call.
+// The names of the calls' methods, in the order of Call.
 constexpr std::array<const char*, kCalls> kNames{
-    "put",      "get",        "accumulate", "get_accumulate", "fetch_and_op", "compare_and_swap",
-    "lock",     "fence",      "complete",   "wait",           "test",         "unlock",
-    "lock_all", "unlock_all", "flush",      "flush_all",      "flush_local",  "flush_local_all",
-    "sync",
+#define RMA_FACADE_CALL_NAME(enumerator, name) name,
+    RMA_FACADE_CALLS(RMA_FACADE_CALL_NAME)
+#undef RMA_FACADE_CALL_NAME
 };
 
 PyTypeObject* core_window = nullptr;         // rma._core.Window

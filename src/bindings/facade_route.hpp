@@ -22,29 +22,37 @@
 
 namespace facade_route {
 
-// The calls of rma._core.Window that the facade's compiled calls make.
+// The calls of rma._core.Window that the facade's compiled calls make: each call's enumerator
+// and the name of its method, in one list (the enumeration and the names are made from it).
+// clang-format off
+#define RMA_FACADE_CALLS(CALL) \
+  CALL(kPut, "put") \
+  CALL(kGet, "get") \
+  CALL(kAccumulate, "accumulate") \
+  CALL(kGetAccumulate, "get_accumulate") \
+  CALL(kFetchAndOp, "fetch_and_op") \
+  CALL(kCompareAndSwap, "compare_and_swap") \
+  CALL(kLock, "lock") \
+  CALL(kFence, "fence") \
+  CALL(kComplete, "complete") \
+  CALL(kWait, "wait") \
+  CALL(kTest, "test") \
+  CALL(kUnlock, "unlock") \
+  CALL(kLockAll, "lock_all") \
+  CALL(kUnlockAll, "unlock_all") \
+  CALL(kFlush, "flush") \
+  CALL(kFlushAll, "flush_all") \
+  CALL(kFlushLocal, "flush_local") \
+  CALL(kFlushLocalAll, "flush_local_all") \
+  CALL(kSync, "sync")
+
 enum Call : uint8_t {
-  kPut,
-  kGet,
-  kAccumulate,
-  kGetAccumulate,
-  kFetchAndOp,
-  kCompareAndSwap,
-  kLock,
-  kFence,
-  kComplete,
-  kWait,
-  kTest,
-  kUnlock,
-  kLockAll,
-  kUnlockAll,
-  kFlush,
-  kFlushAll,
-  kFlushLocal,
-  kFlushLocalAll,
-  kSync,
-  kCalls
+#define RMA_FACADE_CALL_ENUMERATOR(enumerator, name) enumerator,
+  RMA_FACADE_CALLS(RMA_FACADE_CALL_ENUMERATOR)
+#undef RMA_FACADE_CALL_ENUMERATOR
+  kCalls  // their number
 };
+// clang-format on
 
 struct Route {
   bool served = false;      // the window is an rma._core.Window
