@@ -138,6 +138,7 @@ def _join() -> _Job:
     rank, size = settings.rank_and_size()
     store_address = settings.store_address()
     timeout, requested, transport = job.timeout, job.provider, job.transport
+    _core.use_libfabric(job.libfabric)  # (loaded only if the job needs it, needs_fabric)
 
     if not store_address and started_by_pmix():
         # An MPI launcher (mpirun, srun --mpi=pmix) started the ranks: its PMIx server is the store.

@@ -246,6 +246,7 @@ def _judge_settings(args: argparse.Namespace, placement: list[str] | None) -> No
     if job.provider not in ("", "shm", "tcp;ofi_rxm") and all(map(is_local, set(placement or []))):
         from .._native import _core
 
+        _core.use_libfabric(job.libfabric)
         unusable = settings.unusable_provider(_core.usable_providers(), env["RMA_PROVIDER"], name)
         if unusable is not None:
             raise unusable

@@ -15,9 +15,13 @@ def print_info() -> int:
 
     requested = settings.provider()
     transport = settings.transport()
+    library = settings.libfabric()
+    _core.use_libfabric(library)
 
     print(f"rma {__version__}")
-    print(f"libfabric {_core.libfabric_version()}")
+    version = _core.libfabric_version()
+    chosen = "the system's" if library == settings.SYSTEM_LIBFABRIC else "RMA_LIBFABRIC"
+    print(f"libfabric {version}: {_core.libfabric_path()} ({chosen})")
     usable = _core.usable_providers()
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(usable) or 'none'}")
     knowing = _core.providers_that_know_sources()

@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 #include <signal.h>
 
+#include <link.h>
+
 #include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "base/errors.hpp"
@@ -12,10 +15,10 @@ namespace rma::fabric {
 
 namespace {
 
-// The library's name, and the symbol versions that libfabric 1.17's headers bind these
-// functions to (`nm -D` of a core linked against it): the ABI of fi_info and its attributes
-// that rma was compiled with.
-constexpr const char* kLibrary = "libfabric.so.1";
+// The system's library, and (at find's calls below) the symbol versions that libfabric 1.17's
+// headers bind these functions to (`nm -D` of a core linked against it): the ABI of fi_info and
+// its attributes that rma was compiled with.
+constexpr const char* kSystemLibrary = "libfabric.so.1";
 
 struct Library {
   decltype(&fi_getinfo) getinfo;
@@ -27,6 +30,17 @@ struct Library {
 };
 
 std::atomic<const Library*> loaded{nullptr};
+
+// The library the first load opens (use_library), and the file it opened.
+std::mutex choice_mutex;
+std::string chosen = kSystemLibrary;
+std::string opened_path;
+
+// What an error says the user can do about a library that did not load.
+std::string remedy() {
+  return chosen == kSystemLibrary ? "apt-get install libfabric1, or name one with RMA_LIBFABRIC=PATH"
+                                  : "RMA_LIBFABRIC names it; unset it to use the system's";
+}
 
 // While one lives, the process's signal handlers are kept: its destructor puts back every one
 // that changed. Debian's libfabric pulls in libinfinipath (the psm provider), whose constructor
@@ -58,13 +72,19 @@ class SignalHandlersKept {
 };
 
 template <class Function>
-Function find(void* handle, const char* name, const char* version) {
+Function find(void* handle, const std::string& library, const char* name, const char* version) {
   void* symbol = dlvsym(handle, name, version);
   if (symbol == nullptr) {
-    throw RmaError(std::string("rma: ") + kLibrary + " has no " + name + "@" + version +
-                   " (libfabric 1.17's interface): install libfabric 1.17 or newer (apt-get install libfabric1)");
+    throw RmaError("rma: " + library + " has no " + name + "@" + version +
+                   " (libfabric 1.17's interface): use libfabric 1.17 or newer (" + remedy() + ")");
   }
   return reinterpret_cast<Function>(symbol);
+}
+
+std::string path_of(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return fallback;
+  return map->l_name[0] != '\0' ? map->l_name : fallback;
 }
 
 const Library& library() {
@@ -72,32 +92,50 @@ const Library& library() {
   // A function-local static: the first caller loads, concurrent callers wait for it, and a
   // failed load is tried again by the next caller (and raises again).
   static const Library instance = [] {
+    std::lock_guard lock(choice_mutex);
     void* handle = nullptr;
     {
       SignalHandlersKept kept;
-      handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+      handle = dlopen(chosen.c_str(), RTLD_NOW | RTLD_LOCAL);
     }
     if (handle == nullptr) {
       const char* why = dlerror();
-      throw RmaError(std::string("rma: libfabric could not be loaded (") + (why ? why : kLibrary) +
-                     "); ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: "
-                     "apt-get install libfabric1");
+      throw RmaError("rma: libfabric could not be loaded (" + (why ? std::string(why) : chosen) +
+                     "); ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: " + remedy());
     }
     // Never closed: its providers keep threads and atexit handlers for the life of the process.
-    return Library{
-        .getinfo = find<decltype(&fi_getinfo)>(handle, "fi_getinfo", "FABRIC_1.3"),
-        .freeinfo = find<decltype(&fi_freeinfo)>(handle, "fi_freeinfo", "FABRIC_1.3"),
-        .dupinfo = find<decltype(&fi_dupinfo)>(handle, "fi_dupinfo", "FABRIC_1.3"),
-        .fabric = find<decltype(&fi_fabric)>(handle, "fi_fabric", "FABRIC_1.1"),
-        .strerror = find<decltype(&fi_strerror)>(handle, "fi_strerror", "FABRIC_1.0"),
-        .version = find<decltype(&fi_version)>(handle, "fi_version", "FABRIC_1.0"),
+    std::string path = path_of(handle, chosen);
+    Library found{
+        .getinfo = find<decltype(&fi_getinfo)>(handle, path, "fi_getinfo", "FABRIC_1.3"),
+        .freeinfo = find<decltype(&fi_freeinfo)>(handle, path, "fi_freeinfo", "FABRIC_1.3"),
+        .dupinfo = find<decltype(&fi_dupinfo)>(handle, path, "fi_dupinfo", "FABRIC_1.3"),
+        .fabric = find<decltype(&fi_fabric)>(handle, path, "fi_fabric", "FABRIC_1.1"),
+        .strerror = find<decltype(&fi_strerror)>(handle, path, "fi_strerror", "FABRIC_1.0"),
+        .version = find<decltype(&fi_version)>(handle, path, "fi_version", "FABRIC_1.0"),
     };
+    opened_path = std::move(path);
+    return found;
   }();
   loaded.store(&instance, std::memory_order_release);
   return instance;
 }
 
 }  // namespace
+
+void use_library(const std::string& name) {
+  std::lock_guard lock(choice_mutex);
+  if (name == chosen) return;
+  if (!opened_path.empty()) {  // (set under the lock, by the load)
+    throw RmaError("rma: this process loaded libfabric from " + opened_path + " already; it cannot load " + name);
+  }
+  chosen = name;
+}
+
+std::string library_path() {
+  if (loaded.load(std::memory_order_acquire) == nullptr) return "";
+  std::lock_guard lock(choice_mutex);
+  return opened_path;
+}
 
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags, const fi_info* hints,
             fi_info** info) {

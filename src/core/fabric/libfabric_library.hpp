@@ -18,6 +18,14 @@
 
 namespace rma::fabric {
 
+// Which library the first load opens: a name the dynamic loader searches for (by default
+// "libfabric.so.1", the system's) or a path (RMA_LIBFABRIC, judged by rma._job.settings).
+// Throws RmaError once a different one is loaded: a process holds one libfabric.
+void use_library(const std::string& name);
+
+// The file of the loaded library, as the dynamic loader resolved it; "" before any load.
+std::string library_path();
+
 // The first call of any of these loads the library (once per process, thread-safe). Loading
 // throws RmaError naming the library, what the dynamic loader said and how to install it.
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags, const fi_info* hints,

@@ -14,6 +14,10 @@ std::string libfabric_version() {
   return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
 }
 
+void use_libfabric(const std::string& name) { fabric::use_library(name); }
+
+std::string libfabric_path() { return fabric::library_path(); }
+
 bool libfabric_loaded() noexcept { return fabric::library_loaded(); }
 
 namespace {

@@ -8,6 +8,10 @@ namespace rma {
 
 // "major.minor" of the libfabric this process loads (loading it: libfabric_library.hpp).
 std::string libfabric_version();
+// The libfabric the first load opens (RMA_LIBFABRIC: "libfabric.so.1" or a path), and the file
+// that load opened ("" before).
+void use_libfabric(const std::string& name);
+std::string libfabric_path();
 // Whether this process has loaded libfabric so far (a job on one host never does).
 bool libfabric_loaded() noexcept;
 // Providers on this machine that offer what rma needs (RDM endpoints with FI_MSG, FI_RMA and
