@@ -366,7 +366,7 @@ def plot(rows, names) -> None:
                     axis.plot(*zip(*points), marker="o", label=name)
             axis.set_xscale("log", base=2)
             axis.set_yscale("log")
-            axis.settitle(TITLES[case], fontsize=9)
+            axis.set_title(TITLES[case], fontsize=9)
             axis.set_xlabel("message size (bytes)")
             axis.set_ylabel(ylabel)
             axis.legend(fontsize=7)
