@@ -3,6 +3,8 @@ is cases.py's name, with "@N" for its rank count where it is measured at several
 
 from __future__ import annotations
 
+from cases import COMMUNICATOR_CASES, SINGLE_CASES
+
 BANDWIDTH = {"put_bw", "get_bw", "contended_fetch_and_op"}  # higher is better
 TITLES = {
     "put": "put + flush latency (lock_all)",
@@ -33,19 +35,9 @@ TITLES = {
 }
 
 
-# Cases measured at one size (8 B, or none): their size column says 8 B.
-SINGLE = {
-    *(case for case in TITLES if case.startswith("comm_") and case != "comm_Allreduce"),
-    "fetch_and_op",
-    "compare_and_swap",
-    "fence_empty",
-    "fence_put",
-    "pscw_put",
-    "win_create_free",
-    "barrier",
-    "wait_until_wake",
-    "contended_fetch_and_op",
-}
+# Cases measured at one size (8 B, or none): their size column says 8 B. (cases.py, the job,
+# says which they are.)
+SINGLE = {*SINGLE_CASES, *COMMUNICATOR_CASES, "contended_fetch_and_op"}
 
 
 def base(case: str) -> str:
