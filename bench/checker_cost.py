@@ -13,7 +13,8 @@ import argparse
 import os
 import statistics
 
-from run import CHECKED_CASES, _size, _title, fmt, rmarun, run_job, say
+from run import CHECKED_CASES, rmarun, run_job, say
+from table_cells import fmt, size_text, title
 
 
 def main() -> None:
@@ -38,7 +39,7 @@ def main() -> None:
             plain = statistics.median(values[(case, size, False)])
             checked = statistics.median(values[(case, size, True)])
             print(
-                f"{_title(case):40s} {_size(size):>7s} {fmt(case, plain):>10s} {fmt(case, checked):>12s} "
+                f"{title(case):40s} {size_text(size):>7s} {fmt(case, plain):>10s} {fmt(case, checked):>12s} "
                 f"{checked / plain:5.2f}x"
             )
 

@@ -137,3 +137,17 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path):
     assert find_circle(graph) == ["pkg.base", "pkg.sub.kinds", "pkg.base"]
     (package / "sub" / "kinds.py").write_text("def kind():\n    return 1\n")
     assert find_circle(import_graph(package)) is None
+
+
+def test_every_bench_script_imports():
+    # bench/'s scripts import one another by name (run.py's helpers, table_cells, mpi_envs); a
+    # name moved or renamed shows here, not at the end of ./dev.sh test or in a user's bench.
+    import subprocess
+    import sys
+
+    bench = PACKAGE.parent.parent / "bench"
+    names = sorted(path.stem for path in bench.glob("*.py"))
+    assert "run" in names and "checker_cost" in names, names
+    code = "import importlib\nfor name in " + repr(names) + ":\n    importlib.import_module(name)\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=bench, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
