@@ -27,7 +27,7 @@ __all__ = [
     "SettingError", "JobSettings", "job_settings", "timeout", "link_timeout", "hang_report", "progress_sleep_us",
     "fabric_sleep", "trust_network", "malloc_tuning", "transport", "provider", "requested_provider",
     "unusable_provider", "libfabric", "check_mode", "memory_model", "rank_and_size", "store_address", "secret",
-    "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS", "SYSTEM_LIBFABRIC",
+    "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS",
 ]  # fmt: skip
 
 # Seconds settings (RMA_TIMEOUT, RMA_LINK_TIMEOUT, RMA_HANG_REPORT) stop here, about 11.6 days:
@@ -264,20 +264,16 @@ def unusable_provider(usable: Sequence[str], raw: str | None = None, name: str =
     return _refuse(name, raw, f"no provider of that name serves rma here; use auto or one of {', '.join(usable)}")
 
 
-# The name the dynamic loader searches for when RMA_LIBFABRIC is `system` (or unset): the
-# system's libfabric, wherever ld.so.conf and LD_LIBRARY_PATH put it.
-SYSTEM_LIBFABRIC = "libfabric.so.1"
-
-
 def libfabric(env: Mapping[str, str] | None = None) -> str:
     """RMA_LIBFABRIC: the libfabric a rank loads when it needs one (src/core/fabric/
-    libfabric_library.cpp): `system` (the default: SYSTEM_LIBFABRIC, as the dynamic loader finds
-    it) or the path of a libfabric.so.1 (a site's own build), returned absolute. Judged here: a
-    path must name a file; whether it is a libfabric new enough is for the loader to say."""
+    libfabric_library.cpp): "" for `system` (the default: the core's libfabric.so.1, as the
+    dynamic loader finds it), or the path of a libfabric.so.1 (a site's own build), returned
+    absolute. Judged here: a path must name a file; whether it is a libfabric new enough is for
+    the loader to say."""
     raw = _environment(env).get("RMA_LIBFABRIC", "")
     text = raw.strip()
     if text.lower() in ("", "system"):
-        return SYSTEM_LIBFABRIC
+        return ""
     accepted = "use system or the path of a libfabric.so.1 (this build of rma carries no libfabric of its own)"
     if text.lower() == "bundled" or not os.path.isfile(text):
         raise _refuse("RMA_LIBFABRIC", raw, accepted)

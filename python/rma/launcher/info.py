@@ -20,7 +20,7 @@ def print_info() -> int:
 
     print(f"rma {__version__}")
     version = _core.libfabric_version()
-    chosen = "the system's" if library == settings.SYSTEM_LIBFABRIC else "RMA_LIBFABRIC"
+    chosen = "RMA_LIBFABRIC" if library else "the system's"
     print(f"libfabric {version}: {_core.libfabric_path()} ({chosen})")
     usable = _core.usable_providers()
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(usable) or 'none'}")

@@ -123,12 +123,13 @@ const Library& library() {
 }  // namespace
 
 void use_library(const std::string& name) {
+  const std::string& wanted = name.empty() ? kSystemLibrary : name;
   std::lock_guard lock(choice_mutex);
-  if (name == chosen) return;
+  if (wanted == chosen) return;
   if (!opened_path.empty()) {  // (set under the lock, by the load)
-    throw RmaError("rma: this process loaded libfabric from " + opened_path + " already; it cannot load " + name);
+    throw RmaError("rma: this process loaded libfabric from " + opened_path + " already; it cannot load " + wanted);
   }
-  chosen = name;
+  chosen = wanted;
 }
 
 std::string library_path() {

@@ -18,8 +18,8 @@
 
 namespace rma::fabric {
 
-// Which library the first load opens: a name the dynamic loader searches for (by default
-// "libfabric.so.1", the system's) or a path (RMA_LIBFABRIC, judged by rma._job.settings).
+// Which library the first load opens: "" for the system's ("libfabric.so.1", as the dynamic
+// loader finds it, the default), or a path (RMA_LIBFABRIC, judged by rma._job.settings).
 // Throws RmaError once a different one is loaded: a process holds one libfabric.
 void use_library(const std::string& name);
 

@@ -8,7 +8,7 @@ namespace rma {
 
 // "major.minor" of the libfabric this process loads (loading it: libfabric_library.hpp).
 std::string libfabric_version();
-// The libfabric the first load opens (RMA_LIBFABRIC: "libfabric.so.1" or a path), and the file
+// The libfabric the first load opens (RMA_LIBFABRIC: "" for the system's, or a path), and the file
 // that load opened ("" before).
 void use_libfabric(const std::string& name);
 std::string libfabric_path();
