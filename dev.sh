@@ -256,8 +256,6 @@ case "${1:-}" in
       asan_passes >"$asan_log" 2>&1 &
       asan_job=$!
       trap 'stop_tree "$asan_job"; show_asan_log' EXIT
-    fi
-    if [ $# -le 1 ]; then
       # The whole suite: of the peer-death matrix, the cells the ASan pass leaves out (it runs
       # one in three, RMA_DEATH_SAMPLE=3), so that each cell runs once on the default transport.
       # The slowest tests are listed at the end (--durations), for whoever makes the suite fit.
