@@ -46,11 +46,25 @@ system_packages() {
   fi
 }
 
+build_requirements() {
+  # What pyproject.toml's [build-system] requires, with the CMake and Ninja it runs.
+  "$PY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))'
+  echo cmake
+  echo ninja
+}
+
 python_packages() {
   [ -x "$PY" ] || python3 -m venv "$VENV"
   "$PY" -m pip install -q --upgrade pip
+  # The build's requirements live in the venv and pip builds without isolation: every command
+  # (demo, test, bench, wheel) then reuses one build directory, build/<wheel tag>, and a change
+  # recompiles only what it touches. (An isolated build puts pybind11 and CMake in a new
+  # temporary directory each time, which changes every compile line: a full rebuild.)
+  local requirements
+  mapfile -t requirements < <(build_requirements)
+  "$PY" -m pip install -q "${requirements[@]}"
   echo "dev.sh: building and installing rma into $VENV"
-  "$PY" -m pip install -q -e ".[test]"
+  "$PY" -m pip install -q --no-build-isolation -e ".[test]"
 }
 
 setup() {
@@ -318,7 +332,7 @@ case "${1:-}" in
     ;;
   bench)
     setup
-    "$PY" -m pip install -q -e ".[bench]"
+    "$PY" -m pip install -q --no-build-isolation -e ".[bench]"
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
