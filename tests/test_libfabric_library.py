@@ -97,13 +97,13 @@ def test_a_bad_value_is_refused_in_one_line_before_any_rank_starts(tmp_path, val
     assert done.returncode != 0 and not marker.exists(), done.stderr
     assert done.stderr.strip().splitlines() == [
         f"rmarun: RMA_LIBFABRIC={value!r}: use system or the path of a libfabric.so.1 "
-        "(this build of rma carries no libfabric of its own)"
+        "(this install of rma, built from source, carries no libfabric of its own)"
     ], done.stderr
     # A rank that another launcher started judges it at rma.init(), in the same one line.
     done = run_in_own_group([sys.executable, str(script)], timeout=WAIT, env=environment(RMA_LIBFABRIC=value))
     assert done.returncode != 0 and done.stderr.strip().splitlines() == [
         f"rma: RMA_LIBFABRIC={value!r}: use system or the path of a libfabric.so.1 "
-        "(this build of rma carries no libfabric of its own)"
+        "(this install of rma, built from source, carries no libfabric of its own)"
     ], done.stderr
 
 
@@ -122,14 +122,15 @@ def test_a_library_that_is_not_libfabric_is_named_with_the_way_back(tmp_path):
     done = rmarun(tmp_path, 2, RMA_PROVIDER="tcp", RMA_LIBFABRIC=libc)
     assert done.returncode != 0
     assert (
-        "has no fi_getinfo@FABRIC_1.3 (libfabric 1.17's interface): use libfabric 1.17 or newer "
-        "(RMA_LIBFABRIC names it; unset it to use the system's)" in done.stderr
+        f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {libc} has no fi_getinfo@FABRIC_1.3 (libfabric "
+        "1.17's interface). Ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: "
+        "RMA_LIBFABRIC names it; unset it to use the system's" in done.stderr
     ), done.stderr
     text = tmp_path / "not-a-library.so"
     text.write_text("hello\n")
     done = rmarun(tmp_path, 2, RMA_PROVIDER="tcp", RMA_LIBFABRIC=str(text))
     assert done.returncode != 0
-    assert f"rma: libfabric could not be loaded ({text}: " in done.stderr, done.stderr
+    assert f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {text}: " in done.stderr, done.stderr
     assert "RMA_LIBFABRIC names it; unset it to use the system's" in done.stderr, done.stderr
 
 
@@ -155,3 +156,99 @@ def test_info_names_the_library_and_why(tmp_path, system_library):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].endswith(f": {own} (RMA_LIBFABRIC)"), done.stdout
+
+
+# A library with libfabric's entry points at their symbol versions, whose fi_version says 1.5.
+OLD_LIBRARY = """
+#include <stdint.h>
+uint32_t fi_version(void) { return (1u << 16) | 5u; }
+const char *fi_strerror(int code) { (void)code; return "old"; }
+int fi_fabric(void) { return -38; }
+int fi_getinfo(void) { return -38; }
+void fi_freeinfo(void) {}
+void *fi_dupinfo(void) { return 0; }
+"""
+OLD_VERSIONS = """
+FABRIC_1.0 { global: fi_version; fi_strerror; local: *; };
+FABRIC_1.1 { global: fi_fabric; } FABRIC_1.0;
+FABRIC_1.3 { global: fi_getinfo; fi_freeinfo; fi_dupinfo; } FABRIC_1.1;
+"""
+
+
+@pytest.fixture(scope="module")
+def old_library(tmp_path_factory):
+    """A libfabric.so.1 that says it is libfabric 1.5 (compiled here: skipped without a C compiler)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to make a libfabric that says it is 1.5")
+    where = tmp_path_factory.mktemp("old-libfabric")
+    (where / "old.c").write_text(OLD_LIBRARY)
+    (where / "versions.map").write_text(OLD_VERSIONS)
+    library = where / "libfabric.so.1"
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-o", str(library), str(where / "old.c"),
+         f"-Wl,--version-script={where / 'versions.map'}", "-Wl,-soname,libfabric.so.1"],
+        check=True, timeout=WAIT,
+    )  # fmt: skip
+    return library
+
+
+def test_a_library_older_than_1_17_is_refused_with_its_version(tmp_path, old_library):
+    done = rmarun(tmp_path, 2, RMA_PROVIDER="tcp", RMA_LIBFABRIC=str(old_library))
+    assert done.returncode != 0
+    assert (
+        f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {old_library} is libfabric 1.5; rma needs 1.17 or "
+        "newer. Ranks on several hosts" in done.stderr
+    ), done.stderr
+
+
+# The order a rank tries libraries in (what RMA_LIBFABRIC's default gives the core: the system's,
+# then a wheel's own): the first that loads and is new enough is used, and an error names each one
+# tried, with why.
+TRY_IN_ORDER = textwrap.dedent(
+    """
+    import sys
+    from rma._native import _core
+    _core.use_libfabric([tuple(reversed(pair.split("=", 1))) for pair in sys.argv[1:]])
+    try:
+        print(_core.libfabric_version(), _core.libfabric_origin(), _core.libfabric_path())
+    except Exception as error:
+        print("error:", error)
+    with open("/proc/self/maps") as maps:
+        print(sorted({line.split()[-1] for line in maps if "libfabric" in line}))
+    """
+)
+
+
+def try_in_order(*candidates):
+    done = subprocess.run(
+        [sys.executable, "-c", TRY_IN_ORDER, *(f"{origin}={file}" for file, origin in candidates)],
+        capture_output=True, text=True, timeout=WAIT, env=environment(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said, mapped = done.stdout.splitlines()
+    return said, eval(mapped)
+
+
+def test_the_first_library_that_loads_and_is_new_enough_is_used(tmp_path, system_library, old_library):
+    missing = tmp_path / "missing" / "libfabric.so.1"
+    said, mapped = try_in_order((str(missing), "bundled"), (str(old_library), "RMA_LIBFABRIC"), ("", "system"))
+    version, origin, path = said.split()
+    assert version.startswith("1.") and origin == "system", said
+    assert [os.path.realpath(name) for name in mapped] == [system_library]  # (the old one closed again)
+    assert os.path.realpath(path) == system_library
+    # The system's first: the others are never opened.
+    said, mapped = try_in_order(("", "system"), (str(old_library), "bundled"))
+    assert said.split()[1] == "system" and [os.path.realpath(name) for name in mapped] == [system_library], said
+
+
+def test_when_none_loads_the_error_names_each_one_tried(tmp_path, old_library):
+    missing = tmp_path / "missing" / "libfabric.so.1"
+    said, mapped = try_in_order((str(missing), "system"), (str(old_library), "bundled"))
+    assert said == (
+        f"error: rma: libfabric could not be loaded: the system's: {missing}: cannot open shared object file: No "
+        f"such file or directory; rma's own: {old_library} is libfabric 1.5; rma needs 1.17 or newer. Ranks on "
+        "several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: apt-get install libfabric1, or name one "
+        "with RMA_LIBFABRIC=PATH"
+    ), said
+    assert mapped == []

@@ -333,3 +333,21 @@ def test_an_unreachable_store_is_reported_within_seconds_and_still_retried():
     assert status != 0 and ended_at - reported_at > 1.5, lines
     assert last.startswith("rma.errors.BootstrapError: rma: cannot reach the rendezvous store at " + address)
     assert "within 6 s: Connection refused" in last
+
+
+def test_rma_libfabric_names_the_libraries_to_try_in_order(tmp_path, monkeypatch):
+    # Built from source, this install has no libfabric of its own: the system's alone.
+    assert not os.path.exists(settings.BUNDLED_LIBFABRIC)
+    assert settings.libfabric({}) == (("", "system"),)
+    with pytest.raises(SettingError, match="carries no libfabric of its own"):
+        settings.libfabric({"RMA_LIBFABRIC": "bundled"})
+    # A wheel's install carries one: the default tries the system's first, then that one.
+    own = tmp_path / "libfabric.so.1"
+    own.write_bytes(b"")
+    monkeypatch.setattr(settings, "BUNDLED_LIBFABRIC", str(own))
+    assert settings.libfabric({}) == (("", "system"), (str(own), "bundled"))
+    assert settings.libfabric({"RMA_LIBFABRIC": " Bundled "}) == ((str(own), "bundled"),)
+    assert settings.libfabric({"RMA_LIBFABRIC": "system"}) == (("", "system"),)
+    assert settings.libfabric({"RMA_LIBFABRIC": str(own)}) == ((str(own), "RMA_LIBFABRIC"),)
+    with pytest.raises(SettingError, match="use system, bundled or the path of a libfabric.so.1$"):
+        settings.libfabric({"RMA_LIBFABRIC": str(tmp_path / "none")})

@@ -55,9 +55,12 @@ rma::TransportSetting transport_setting_of(const py::object& value) {
 
 void register_runtime(py::module_& m) {
   m.def("libfabric_version", &rma::libfabric_version, "The libfabric version in use (loads it).");
-  m.def("use_libfabric", &rma::use_libfabric, py::arg("name"),
-        "Which libfabric the first load opens: '' for the system's, or a path (RMA_LIBFABRIC).");
+  m.def("use_libfabric", &rma::use_libfabric, py::arg("candidates"),
+        "The libfabrics the first load tries, in order: (file, origin) pairs, file '' for the system's, origin "
+        "'system', 'bundled' or 'RMA_LIBFABRIC' (rma._job.settings.libfabric).");
   m.def("libfabric_path", &rma::libfabric_path, "The file of the loaded libfabric; '' before it is loaded.");
+  m.def("libfabric_origin", &rma::libfabric_origin,
+        "Where the loaded libfabric came from: 'system', 'bundled' or 'RMA_LIBFABRIC'; '' before it is loaded.");
   m.def("libfabric_loaded", &rma::libfabric_loaded,
         "Whether this process has loaded libfabric (a job on one host never does, unless asked to).");
   m.def("chain_interrupt_handler", &rma::chain_interrupt_handler,

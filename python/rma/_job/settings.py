@@ -264,20 +264,41 @@ def unusable_provider(usable: Sequence[str], raw: str | None = None, name: str =
     return _refuse(name, raw, f"no provider of that name serves rma here; use auto or one of {', '.join(usable)}")
 
 
-def libfabric(env: Mapping[str, str] | None = None) -> str:
-    """RMA_LIBFABRIC: the libfabric a rank loads when it needs one (src/core/fabric/
-    libfabric_library.cpp): "" for `system` (the default: the core's libfabric.so.1, as the
-    dynamic loader finds it), or the path of a libfabric.so.1 (a site's own build), returned
-    absolute. Judged here: a path must name a file; whether it is a libfabric new enough is for
-    the loader to say."""
+# The libfabric a wheel of rma carries (./dev.sh wheel puts it there, with the libraries it needs
+# in rma.libs/); an install built from source has none.
+BUNDLED_LIBFABRIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_libfabric", "libfabric.so.1")
+
+# What a rank tries when it needs libfabric: (file, origin) pairs, in order, for _core.use_libfabric.
+LibfabricCandidates = tuple[tuple[str, str], ...]
+
+
+def libfabric(env: Mapping[str, str] | None = None) -> LibfabricCandidates:
+    """RMA_LIBFABRIC: the libfabrics a rank tries, in order, when it needs one (src/core/fabric/
+    libfabric_library.cpp loads the first that loads and is 1.17 or newer), as (file, origin)
+    pairs: unset, the system's ("", as the dynamic loader finds libfabric.so.1) and then this
+    install's own (BUNDLED_LIBFABRIC, a wheel's; "bundled"); `system`, the system's alone;
+    `bundled`, this install's own alone; or the path of a libfabric.so.1 (a site's own build),
+    returned absolute. Judged here: a path must name a file, and `bundled` an install that has
+    one; whether a file is a libfabric new enough is for the loader to say."""
     raw = _environment(env).get("RMA_LIBFABRIC", "")
     text = raw.strip()
-    if text.lower() in ("", "system"):
-        return ""
-    accepted = "use system or the path of a libfabric.so.1 (this build of rma carries no libfabric of its own)"
+    system, bundled = ("", "system"), (BUNDLED_LIBFABRIC, "bundled")
+    has_own = os.path.isfile(BUNDLED_LIBFABRIC)
+    if text == "":
+        return (system, bundled) if has_own else (system,)
+    if text.lower() == "system":
+        return (system,)
+    if text.lower() == "bundled" and has_own:
+        return (bundled,)
     if text.lower() == "bundled" or not os.path.isfile(text):
+        accepted = (
+            "use system, bundled or the path of a libfabric.so.1"
+            if has_own
+            else "use system or the path of a libfabric.so.1 (this install of rma, built from source, carries "
+            "no libfabric of its own)"
+        )
         raise _refuse("RMA_LIBFABRIC", raw, accepted)
-    return os.path.abspath(text)
+    return ((os.path.abspath(text), "RMA_LIBFABRIC"),)
 
 
 def check_mode(env: Mapping[str, str] | None = None) -> str | None:
@@ -307,7 +328,7 @@ class JobSettings:
     malloc_tuning: bool
     transport: str
     provider: str
-    libfabric: str
+    libfabric: LibfabricCandidates
     check: str | None
     model: str
 

@@ -20,8 +20,8 @@ def print_info() -> int:
 
     print(f"rma {__version__}")
     version = _core.libfabric_version()
-    chosen = "RMA_LIBFABRIC" if library else "the system's"
-    print(f"libfabric {version}: {_core.libfabric_path()} ({chosen})")
+    origin = {"system": "the system's", "bundled": "rma's own"}.get(_core.libfabric_origin(), "RMA_LIBFABRIC")
+    print(f"libfabric {version}: {_core.libfabric_path()} ({origin})")
     usable = _core.usable_providers()
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(usable) or 'none'}")
     knowing = _core.providers_that_know_sources()

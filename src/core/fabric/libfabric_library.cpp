@@ -5,6 +5,7 @@
 
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -31,15 +32,35 @@ struct Library {
 
 std::atomic<const Library*> loaded{nullptr};
 
-// The library the first load opens (use_library), and the file it opened.
+// The libraries the first load tries (use_library), and the one it opened.
 std::mutex choice_mutex;
-std::string chosen = kSystemLibrary;
+std::vector<LibraryChoice> candidates{{"", LibraryOrigin::system}};
 std::string opened_path;
+std::optional<LibraryChoice> opened;
 
-// What an error says the user can do about a library that did not load.
-std::string remedy() {
-  return chosen == kSystemLibrary ? "apt-get install libfabric1, or name one with RMA_LIBFABRIC=PATH"
-                                  : "RMA_LIBFABRIC names it; unset it to use the system's";
+const char* file_of(const LibraryChoice& choice) {
+  return choice.file.empty() ? kSystemLibrary : choice.file.c_str();
+}
+
+// How an error names where a library came from.
+const char* origin_name(LibraryOrigin origin) {
+  switch (origin) {
+    case LibraryOrigin::system: return "the system's";
+    case LibraryOrigin::bundled: return "rma's own";
+    case LibraryOrigin::setting: return "RMA_LIBFABRIC";
+  }
+  return "?";
+}
+
+// What an error says the user can do when no library loaded: about the first one tried, the
+// one asked for (the default tries the system's first, rma's own after).
+std::string remedy(const LibraryChoice& first) {
+  switch (first.origin) {
+    case LibraryOrigin::system: return "apt-get install libfabric1, or name one with RMA_LIBFABRIC=PATH";
+    case LibraryOrigin::bundled: return "reinstall rma, or use the system's with RMA_LIBFABRIC=system";
+    case LibraryOrigin::setting: return "RMA_LIBFABRIC names it; unset it to use the system's";
+  }
+  return "";
 }
 
 // While one lives, the process's signal handlers are kept: its destructor puts back every one
@@ -71,12 +92,12 @@ class SignalHandlersKept {
   std::vector<std::pair<int, struct sigaction>> kept_;
 };
 
+// The symbol, or nullptr with `why` saying which is missing.
 template <class Function>
-Function find(void* handle, const std::string& library, const char* name, const char* version) {
+Function find(void* handle, const std::string& path, const char* name, const char* version, std::string& why) {
   void* symbol = dlvsym(handle, name, version);
-  if (symbol == nullptr) {
-    throw RmaError("rma: " + library + " has no " + name + "@" + version +
-                   " (libfabric 1.17's interface): use libfabric 1.17 or newer (" + remedy() + ")");
+  if (symbol == nullptr && why.empty()) {
+    why = path + " has no " + name + "@" + version + " (libfabric 1.17's interface)";
   }
   return reinterpret_cast<Function>(symbol);
 }
@@ -87,34 +108,61 @@ std::string path_of(void* handle, const std::string& fallback) {
   return map->l_name[0] != '\0' ? map->l_name : fallback;
 }
 
+// Loads `choice`; nullopt with `why` saying what is wrong with it (as the dynamic loader
+// says, or a missing function, or a version older than the headers rma was compiled with).
+std::optional<Library> load(const LibraryChoice& choice, std::string& path, std::string& why) {
+  void* handle = nullptr;
+  {
+    SignalHandlersKept kept;
+    handle = dlopen(file_of(choice), RTLD_NOW | RTLD_LOCAL);
+  }
+  if (handle == nullptr) {
+    const char* said = dlerror();
+    why = said ? said : std::string(file_of(choice)) + ": not loaded";
+    return std::nullopt;
+  }
+  // Never closed once used: its providers keep threads and atexit handlers for the life of the
+  // process. One that is refused here has run no provider: closed.
+  path = path_of(handle, file_of(choice));
+  Library found{
+      .getinfo = find<decltype(&fi_getinfo)>(handle, path, "fi_getinfo", "FABRIC_1.3", why),
+      .freeinfo = find<decltype(&fi_freeinfo)>(handle, path, "fi_freeinfo", "FABRIC_1.3", why),
+      .dupinfo = find<decltype(&fi_dupinfo)>(handle, path, "fi_dupinfo", "FABRIC_1.3", why),
+      .fabric = find<decltype(&fi_fabric)>(handle, path, "fi_fabric", "FABRIC_1.1", why),
+      .strerror = find<decltype(&fi_strerror)>(handle, path, "fi_strerror", "FABRIC_1.0", why),
+      .version = find<decltype(&fi_version)>(handle, path, "fi_version", "FABRIC_1.0", why),
+  };
+  if (why.empty() && FI_VERSION_LT(found.version(), FI_VERSION(1, 17))) {
+    uint32_t version = found.version();
+    why = path + " is libfabric " + std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version)) +
+          "; rma needs 1.17 or newer";
+  }
+  if (!why.empty()) {
+    dlclose(handle);
+    return std::nullopt;
+  }
+  return found;
+}
+
 const Library& library() {
   if (const Library* ready = loaded.load(std::memory_order_acquire)) return *ready;
   // A function-local static: the first caller loads, concurrent callers wait for it, and a
   // failed load is tried again by the next caller (and raises again).
   static const Library instance = [] {
     std::lock_guard lock(choice_mutex);
-    void* handle = nullptr;
-    {
-      SignalHandlersKept kept;
-      handle = dlopen(chosen.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string tried;
+    for (const LibraryChoice& choice : candidates) {
+      std::string path, why;
+      if (std::optional<Library> found = load(choice, path, why)) {
+        opened_path = std::move(path);
+        opened = choice;
+        return *found;
+      }
+      tried += std::string(tried.empty() ? "" : "; ") + origin_name(choice.origin) + ": " + why;
     }
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      throw RmaError("rma: libfabric could not be loaded (" + (why ? std::string(why) : chosen) +
-                     "); ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: " + remedy());
-    }
-    // Never closed: its providers keep threads and atexit handlers for the life of the process.
-    std::string path = path_of(handle, chosen);
-    Library found{
-        .getinfo = find<decltype(&fi_getinfo)>(handle, path, "fi_getinfo", "FABRIC_1.3"),
-        .freeinfo = find<decltype(&fi_freeinfo)>(handle, path, "fi_freeinfo", "FABRIC_1.3"),
-        .dupinfo = find<decltype(&fi_dupinfo)>(handle, path, "fi_dupinfo", "FABRIC_1.3"),
-        .fabric = find<decltype(&fi_fabric)>(handle, path, "fi_fabric", "FABRIC_1.1"),
-        .strerror = find<decltype(&fi_strerror)>(handle, path, "fi_strerror", "FABRIC_1.0"),
-        .version = find<decltype(&fi_version)>(handle, path, "fi_version", "FABRIC_1.0"),
-    };
-    opened_path = std::move(path);
-    return found;
+    throw RmaError("rma: libfabric could not be loaded: " + tried +
+                   ". Ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: " +
+                   remedy(candidates.front()));
   }();
   loaded.store(&instance, std::memory_order_release);
   return instance;
@@ -122,20 +170,27 @@ const Library& library() {
 
 }  // namespace
 
-void use_library(const std::string& name) {
-  const std::string& wanted = name.empty() ? kSystemLibrary : name;
+void use_library(std::vector<LibraryChoice> wanted) {
+  if (wanted.empty()) throw RmaError("rma: use_library: no libfabric to try");
   std::lock_guard lock(choice_mutex);
-  if (wanted == chosen) return;
-  if (!opened_path.empty()) {  // (set under the lock, by the load)
-    throw RmaError("rma: this process loaded libfabric from " + opened_path + " already; it cannot load " + wanted);
+  if (opened) {  // (set under the lock, by the load)
+    if (std::find(wanted.begin(), wanted.end(), *opened) != wanted.end()) return;
+    throw RmaError("rma: this process loaded libfabric from " + opened_path + " already; it cannot load " +
+                   file_of(wanted.front()));
   }
-  chosen = wanted;
+  candidates = std::move(wanted);
 }
 
 std::string library_path() {
   if (loaded.load(std::memory_order_acquire) == nullptr) return "";
   std::lock_guard lock(choice_mutex);
   return opened_path;
+}
+
+std::optional<LibraryOrigin> library_origin() {
+  if (loaded.load(std::memory_order_acquire) == nullptr) return std::nullopt;
+  std::lock_guard lock(choice_mutex);
+  return opened->origin;
 }
 
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags, const fi_info* hints,

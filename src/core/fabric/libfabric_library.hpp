@@ -14,17 +14,33 @@
 #include <rdma/fabric.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace rma::fabric {
 
-// Which library the first load opens: "" for the system's ("libfabric.so.1", as the dynamic
-// loader finds it, the default), or a path (RMA_LIBFABRIC, judged by rma._job.settings).
-// Throws RmaError once a different one is loaded: a process holds one libfabric.
-void use_library(const std::string& name);
+// Where a libfabric to load comes from: what `--info` says of it, and what an error advises.
+enum class LibraryOrigin {
+  system,   // libfabric.so.1 as the dynamic loader finds it (file "")
+  bundled,  // the one a wheel of rma carries (python/rma/_libfabric)
+  setting,  // a path named by RMA_LIBFABRIC
+};
+struct LibraryChoice {
+  std::string file;  // "" for the system's
+  LibraryOrigin origin;
+  bool operator==(const LibraryChoice&) const = default;
+};
+
+// The libraries the first load tries, in order (RMA_LIBFABRIC, judged by rma._job.settings):
+// the first that loads and is libfabric 1.17 or newer is used. Throws RmaError once one is
+// loaded, unless it is among them: a process holds one libfabric.
+void use_library(std::vector<LibraryChoice> candidates);
 
 // The file of the loaded library, as the dynamic loader resolved it; "" before any load.
 std::string library_path();
+// Where the loaded library came from; nullopt before any load.
+std::optional<LibraryOrigin> library_origin();
 
 // The first call of any of these loads the library (once per process, thread-safe). Loading
 // throws RmaError naming the library, what the dynamic loader said and how to install it.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/errors.hpp"
 #include "fabric/fabric_endpoint.hpp"
 #include "fabric/libfabric_library.hpp"
 
@@ -14,9 +15,37 @@ std::string libfabric_version() {
   return std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
 }
 
-void use_libfabric(const std::string& name) { fabric::use_library(name); }
+namespace {
+// The names Python gives the origins of a library (rma._job.settings.libfabric).
+constexpr std::pair<const char*, fabric::LibraryOrigin> kOrigins[] = {
+    {"system", fabric::LibraryOrigin::system},
+    {"bundled", fabric::LibraryOrigin::bundled},
+    {"RMA_LIBFABRIC", fabric::LibraryOrigin::setting},
+};
+}  // namespace
+
+void use_libfabric(const std::vector<std::pair<std::string, std::string>>& candidates) {
+  std::vector<fabric::LibraryChoice> choices;
+  for (const auto& [file, origin] : candidates) {
+    auto named = std::find_if(std::begin(kOrigins), std::end(kOrigins),
+                              [&](const auto& entry) { return origin == entry.first; });
+    if (named == std::end(kOrigins)) {
+      throw RmaError("rma: use_libfabric: " + origin + " is no origin of a libfabric (system, bundled, RMA_LIBFABRIC)");
+    }
+    choices.push_back({file, named->second});
+  }
+  fabric::use_library(std::move(choices));
+}
 
 std::string libfabric_path() { return fabric::library_path(); }
+
+std::string libfabric_origin() {
+  std::optional<fabric::LibraryOrigin> origin = fabric::library_origin();
+  for (const auto& [name, value] : kOrigins) {
+    if (origin == value) return name;
+  }
+  return "";
+}
 
 bool libfabric_loaded() noexcept { return fabric::library_loaded(); }
 

@@ -2,16 +2,20 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rma {
 
 // "major.minor" of the libfabric this process loads (loading it: libfabric_library.hpp).
 std::string libfabric_version();
-// The libfabric the first load opens (RMA_LIBFABRIC: "" for the system's, or a path), and the file
-// that load opened ("" before).
-void use_libfabric(const std::string& name);
+// The libfabrics the first load tries, in order (RMA_LIBFABRIC, as rma._job.settings.libfabric
+// judges it): pairs of a file ("" for the system's) and where it comes from, "system",
+// "bundled" (the wheel's own) or "RMA_LIBFABRIC". Then the file that load opened, and where it
+// came from ("" before).
+void use_libfabric(const std::vector<std::pair<std::string, std::string>>& candidates);
 std::string libfabric_path();
+std::string libfabric_origin();
 // Whether this process has loaded libfabric so far (a job on one host never does).
 bool libfabric_loaded() noexcept;
 // Providers on this machine that offer what rma needs (RDM endpoints with FI_MSG, FI_RMA and
