@@ -266,7 +266,9 @@ def unusable_provider(usable: Sequence[str], raw: str | None = None, name: str =
 
 # The libfabric a wheel of rma carries (./dev.sh wheel puts it there, with the libraries it needs
 # in rma.libs/); an install built from source has none.
-BUNDLED_LIBFABRIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_libfabric", "libfabric.so.1")
+BUNDLED_LIBFABRIC = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_libfabric", "libfabric.so.1"
+)
 
 # What a rank tries when it needs libfabric: (file, origin) pairs, in order, for _core.use_libfabric.
 LibfabricCandidates = tuple[tuple[str, str], ...]

@@ -38,9 +38,7 @@ std::vector<LibraryChoice> candidates{{"", LibraryOrigin::system}};
 std::string opened_path;
 std::optional<LibraryChoice> opened;
 
-const char* file_of(const LibraryChoice& choice) {
-  return choice.file.empty() ? kSystemLibrary : choice.file.c_str();
-}
+const char* file_of(const LibraryChoice& choice) { return choice.file.empty() ? kSystemLibrary : choice.file.c_str(); }
 
 // How an error names where a library came from.
 const char* origin_name(LibraryOrigin origin) {
@@ -160,9 +158,9 @@ const Library& library() {
       }
       tried += std::string(tried.empty() ? "" : "; ") + origin_name(choice.origin) + ": " + why;
     }
-    throw RmaError("rma: libfabric could not be loaded: " + tried +
-                   ". Ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: " +
-                   remedy(candidates.front()));
+    throw RmaError(
+        "rma: libfabric could not be loaded: " + tried +
+        ". Ranks on several hosts, RMA_TRANSPORT=libfabric and RMA_PROVIDER need it: " + remedy(candidates.front()));
   }();
   loaded.store(&instance, std::memory_order_release);
   return instance;
