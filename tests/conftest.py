@@ -42,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --testbed-hosts N: only the variants of N ranks or more, whose ranks reach every host",
     )
     parser.addoption(
+        "--wheel",
+        default="",
+        metavar="PATH",
+        help="tests/test_wheel.py: the wheel to install and test (./dev.sh wheel builds dist/rma-*.whl)",
+    )
+    parser.addoption(
         "--rma-size-sample",
         action="store_true",
         help="of a test run at several rank counts, only the largest and one other, taken in turn",
