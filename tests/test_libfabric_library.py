@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from old_libfabric import old_libfabric
 from processes import run_in_own_group
 
 WAIT = 60
@@ -158,39 +159,9 @@ def test_info_names_the_library_and_why(tmp_path, system_library):
     assert done.stdout.splitlines()[1].endswith(f": {own} (RMA_LIBFABRIC)"), done.stdout
 
 
-# A library with libfabric's entry points at their symbol versions, whose fi_version says 1.5.
-OLD_LIBRARY = """
-#include <stdint.h>
-uint32_t fi_version(void) { return (1u << 16) | 5u; }
-const char *fi_strerror(int code) { (void)code; return "old"; }
-int fi_fabric(void) { return -38; }
-int fi_getinfo(void) { return -38; }
-void fi_freeinfo(void) {}
-void *fi_dupinfo(void) { return 0; }
-"""
-OLD_VERSIONS = """
-FABRIC_1.0 { global: fi_version; fi_strerror; local: *; };
-FABRIC_1.1 { global: fi_fabric; } FABRIC_1.0;
-FABRIC_1.3 { global: fi_getinfo; fi_freeinfo; fi_dupinfo; } FABRIC_1.1;
-"""
-
-
 @pytest.fixture(scope="module")
 def old_library(tmp_path_factory):
-    """A libfabric.so.1 that says it is libfabric 1.5 (compiled here: skipped without a C compiler)."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler to make a libfabric that says it is 1.5")
-    where = tmp_path_factory.mktemp("old-libfabric")
-    (where / "old.c").write_text(OLD_LIBRARY)
-    (where / "versions.map").write_text(OLD_VERSIONS)
-    library = where / "libfabric.so.1"
-    subprocess.run(
-        [compiler, "-shared", "-fPIC", "-o", str(library), str(where / "old.c"),
-         f"-Wl,--version-script={where / 'versions.map'}", "-Wl,-soname,libfabric.so.1"],
-        check=True, timeout=WAIT,
-    )  # fmt: skip
-    return library
+    return old_libfabric(tmp_path_factory.mktemp("old-libfabric"))
 
 
 def test_a_library_older_than_1_17_is_refused_with_its_version(tmp_path, old_library):

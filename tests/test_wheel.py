@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from old_libfabric import old_libfabric
 from processes import run_in_own_group
 from testbed import TestBed
 
@@ -203,8 +204,9 @@ def test_a_job_across_two_test_bed_hosts_on_rmas_own_libfabric(hidden, venv):
     assert " passed" in done.stdout.splitlines()[-1], done.stdout[-500:]
 
 
-def test_rma_libfabric_system_selects_the_machines_own_outside(venv, tmp_path):
-    # Outside the namespace the system's libfabric is there: the default and `system` take it.
+@pytest.fixture(scope="module")
+def system_library() -> str:
+    """The file of the machine's own libfabric, as the dynamic loader resolves libfabric.so.1."""
     system = subprocess.run(
         [sys.executable, "-c", "import ctypes; ctypes.CDLL('libfabric.so.1'); print(open('/proc/self/maps').read())"],
         capture_output=True, text=True, timeout=60,
@@ -212,6 +214,12 @@ def test_rma_libfabric_system_selects_the_machines_own_outside(venv, tmp_path):
     files = {os.path.realpath(line.split()[-1]) for line in system.stdout.splitlines() if "libfabric.so" in line}
     if system.returncode != 0 or len(files) != 1:
         pytest.skip(f"no system libfabric here: {system.stderr.strip()[-300:]}")
+    return files.pop()
+
+
+def test_rma_libfabric_system_selects_the_machines_own_outside(venv, tmp_path, system_library):
+    # Outside the namespace the system's libfabric is there: the default and `system` take it.
+    files = {system_library}
     script = tmp_path / "ring.py"
     script.write_text(RING)
     for settings in ({"RMA_LIBFABRIC": "system"}, {}):
@@ -230,3 +238,15 @@ def test_rma_libfabric_system_selects_the_machines_own_outside(venv, tmp_path):
         env=clean_environment(venv, RMA_LIBFABRIC="bundled"),
     )
     assert done.returncode == 0 and done.stdout.splitlines()[1].endswith("(rma's own)"), done.stdout + done.stderr
+
+
+def test_a_system_libfabric_older_than_1_17_gives_way_to_rmas_own(venv, tmp_path, system_library):
+    # The system's file replaced (in a mount namespace of this test only) by one that says 1.5.
+    old = old_libfabric(tmp_path)
+    done = run_in_own_group(
+        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+         'mount --bind "$0" "$1" && exec "$2" -m rma --info', str(old), system_library, str(venv / "bin/python")],
+        timeout=WAIT, env=clean_environment(venv),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].endswith("(rma's own)"), done.stdout
