@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._native import _core
-from ..errors import FabricError
+from ..errors import FabricError, RMAError
 from . import settings
 from .join import choose_provider, needs_fabric
 from .pmix_client import loadable_library, started_by_pmix
@@ -43,6 +43,9 @@ class Libfabric:
     providers_that_know_sources: tuple[str, ...]
     """Of those, the ones that tell where each message came from (FI_SOURCE): across hosts, rma
     takes messages only through these unless RMA_TRUST_NETWORK=1."""
+    problem: str
+    """Why the library could not be loaded (then version and path are "", and no provider is
+    listed); "" when it was."""
 
 
 @dataclass(frozen=True)
@@ -136,18 +139,34 @@ class Info:
         return dataclasses.asdict(self)
 
 
-def _job_choice(same_host: bool, usable: tuple[str, ...], knowing: tuple[str, ...]) -> JobChoice:
+def _job_choice(same_host: bool, fabric: Libfabric) -> JobChoice:
     requested, transport = settings.provider(), settings.transport()
     if not needs_fabric(requested, transport, same_host):
         return JobChoice(same_host, False, "shared memory only", "", "", False, False, None, "")
     provider, node = choose_provider(requested, same_host)
     sleep_fd = settings.fabric_sleep() and not same_host  # (as rma.init: only a job that spans hosts)
-    try:
-        modes, problem = ProviderModes(**dict(_core.provider_modes(provider, node, sleep_fd))), ""
-    except FabricError as exc:
-        modes, problem = None, str(exc)
+    modes, problem = None, fabric.problem
+    if not problem:
+        try:
+            modes = ProviderModes(**dict(_core.provider_modes(provider, node, sleep_fd)))
+        except FabricError as exc:
+            problem = str(exc)
     reason = "RMA_PROVIDER" if requested else "automatic"
+    usable, knowing = fabric.usable_providers, fabric.providers_that_know_sources
     return JobChoice(same_host, True, reason, provider, node, provider in usable, provider in knowing, modes, problem)
+
+
+def _libfabric() -> Libfabric:
+    """The libfabric a rank would load, loaded here; its loader's error when it cannot be."""
+    library = settings.libfabric()
+    source = libfabric_source(library)
+    _core.use_libfabric(library)
+    try:
+        version = _core.libfabric_version()  # (loads it, so the path is known)
+    except RMAError as exc:
+        return Libfabric("", "", source, (), (), str(exc))
+    usable, knowing = tuple(_core.usable_providers()), tuple(_core.providers_that_know_sources())
+    return Libfabric(version, _core.libfabric_path(), source, usable, knowing, "")
 
 
 def info() -> Info:
@@ -157,22 +176,19 @@ def info() -> Info:
     whether shared memory works here, and whether PMIx is at hand.
 
     Reads the RMA_* settings of the environment (SettingError for a bad one), loads libfabric
-    (RMA_LIBFABRIC), and tries a small /dev/shm segment and a process_vm_readv; starts no job.
+    (RMA_LIBFABRIC; one that cannot be loaded is reported in libfabric.problem), and tries a
+    small /dev/shm segment and a process_vm_readv; starts no job.
     """
     from .. import __version__
 
-    library = settings.libfabric()
-    _core.use_libfabric(library)
-    version = _core.libfabric_version()  # (loads it, so the path is known)
-    usable = tuple(_core.usable_providers())
-    knowing = tuple(_core.providers_that_know_sources())
+    fabric = _libfabric()
     segments_problem, peer_reads_problem = _core.shared_segment_problem(), _core.peer_read_problem()
     return Info(
         version=__version__,
         transport=settings.transport(),
-        libfabric=Libfabric(version, _core.libfabric_path(), libfabric_source(library), usable, knowing),
-        one_host=_job_choice(True, usable, knowing),
-        several_hosts=_job_choice(False, usable, knowing),
+        libfabric=fabric,
+        one_host=_job_choice(True, fabric),
+        several_hosts=_job_choice(False, fabric),
         shared_memory=SharedMemory(
             segments=not segments_problem,
             segments_problem=segments_problem,

@@ -23,7 +23,11 @@ def print_info(as_json: bool = False) -> int:
         return 0
     fabric = facts.libfabric
     print(f"rma {facts.version}")
-    print(f"libfabric {fabric.version}: {fabric.path} ({_SOURCE_WORDS.get(fabric.source, fabric.source)})")
+    source = _SOURCE_WORDS.get(fabric.source, fabric.source)
+    if fabric.problem:
+        print(f"libfabric NOT loaded ({source}): {fabric.problem}")
+    else:
+        print(f"libfabric {fabric.version}: {fabric.path} ({source})")
     print(f"usable providers (RDM endpoints with MSG, RMA and ATOMIC): {', '.join(fabric.usable_providers) or 'none'}")
     print(
         "providers that tell where a message came from (FI_SOURCE; across hosts rma takes messages only "
@@ -50,7 +54,7 @@ def print_info(as_json: bool = False) -> int:
                 f"{modes.control_progress}; {modes.threading}; completions {modes.cq_format}, {modes.cq_wait}"
             )
         else:
-            print(f"  modes: none ({choice.problem})")
+            print(f"  modes: none ({'libfabric not loaded' if fabric.problem else choice.problem})")
     if facts.transport == "libfabric":
         print(f"between the ranks of one host (RMA_TRANSPORT={facts.transport}): libfabric for windows and messages")
     else:

@@ -45,8 +45,8 @@ std::string peer_read_problem() {
   std::string text = std::string("process_vm_readv: ") + std::strerror(error);
   if (error == EPERM || error == EACCES) {
     text +=
-        " (the kernel's ptrace rules, such as kernel.yama.ptrace_scope above 0, or a seccomp filter, "
-        "such as a container's, forbid it)";
+        " (the kernel's ptrace rules forbid it: kernel.yama.ptrace_scope above 0, a process that is not "
+        "dumpable, or a seccomp filter such as a container's)";
   } else if (error == ENOSYS) {
     text += " (a seccomp filter, such as a container's, blocks the call)";
   }
