@@ -10,6 +10,7 @@ process, PMIx from the client rma.init() would load.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,12 +180,10 @@ def info() -> Info:
     (RMA_LIBFABRIC; one that cannot be loaded is reported in libfabric.problem), and tries a
     small /dev/shm segment and a process_vm_readv; starts no job.
     """
-    from .. import __version__
-
     fabric = _libfabric()
     segments_problem, peer_reads_problem = _core.shared_segment_problem(), _core.peer_read_problem()
     return Info(
-        version=__version__,
+        version=sys.modules["rma"].__version__,  # (not imported: rma imports this module)
         transport=settings.transport(),
         libfabric=fabric,
         one_host=_job_choice(True, fabric),
