@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see of the lazy names below (tests/test_typing.py keeps both in step)
     from . import sync
+    from ._job.info import info
     from ._job.join import finalize, init, is_initialized
     from .comm import ANY_SOURCE, ANY_TAG, Comm, MessageRequest, Status
     from .ops import (
@@ -55,6 +56,7 @@ _LAZY = {
     "init": "._job.join",
     "finalize": "._job.join",
     "is_initialized": "._job.join",
+    "info": "._job.info",
     "Comm": ".comm",
     "Status": ".comm",
     "MessageRequest": ".comm",
@@ -79,6 +81,7 @@ __all__ = [
     "init",
     "finalize",
     "is_initialized",
+    "info",
     "Comm",
     "Status",
     "MessageRequest",

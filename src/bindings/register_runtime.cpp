@@ -8,6 +8,7 @@
 #include "base/interrupts.hpp"
 #include "base/malloc_tuning.hpp"
 #include "fabric/provider_info.hpp"
+#include "host/shared_memory_check.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/runtime.hpp"
 
@@ -71,6 +72,16 @@ void register_runtime(py::module_& m) {
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
   m.def("providers_that_know_sources", &rma::providers_that_know_sources,
         "Of the usable providers, those that tell where each message came from (FI_SOURCE).");
+  m.def("provider_modes", &rma::provider_modes, py::arg("provider"), py::arg("node") = "", py::arg("sleep_fd") = false,
+        "The (what, name) pairs of the modes an endpoint of provider bound to node would run under\n"
+        "(provider, mr_mode, data_progress, control_progress, threading, cq_format, cq_wait), from the\n"
+        "endpoint's own fi_getinfo. sleep_fd: as Runtime's fabric_sleep. FabricError when no such\n"
+        "provider serves rma.");
+  m.def("shared_segment_problem", &rma::shared_segment_problem,
+        "'' when a small segment can be made in /dev/shm, as windows' are; else the error making it raised.");
+  m.def("peer_read_problem", &rma::peer_read_problem,
+        "'' when the kernel lets a process read another's memory (process_vm_readv), as ranks read\n"
+        "their peers'; else why not.");
 
   m.attr("TransportSetting") = make_transport_settings();
 
@@ -142,6 +153,10 @@ void register_runtime(py::module_& m) {
       .def_property_readonly(
           "knows_sources", [](rma::Runtime& runtime) { return runtime.transport().knows_sources(); },
           "Whether messages count only when their source address is one of the job's ranks (FI_SOURCE).")
+      .def_property_readonly(
+          "provider_modes", [](rma::Runtime& runtime) { return runtime.transport().provider_modes(); },
+          "The (what, name) pairs of the modes its libfabric endpoint runs under, as provider_modes();\n"
+          "empty without an endpoint.")
       .def_property_readonly(
           "dropped_from_outside", [](rma::Runtime& runtime) { return runtime.transport().dropped_from_outside(); },
           "Messages dropped unread because they came from an address outside the job.")

@@ -10,9 +10,10 @@ store_gate.py      the store's door: accepting connections and awaiting their he
 store_client.py    a rank's connection to the store
 pmix_client.py     a rank's connection to a PMIx launcher's server (mpirun, srun), in the store's stead
 join.py            joining and leaving the job on a rank: rma.init() and rma.finalize()
+info.py            rma.info(): what a job here would use (libfabric, provider, modes, shared memory, PMIx)
 shm_files.py       removing the files dead ranks leave in /dev/shm
 supervisor.py      a rank's supervisor on another host than rmarun's: runs it, then cleans /dev/shm after it
 
 Nothing here is imported by ``import rma``: rmarun, the store and the pytest plugin's
-controller start without loading the compiled core (see _native.py); only join.py loads it.
+controller start without loading the compiled core (see _native.py); only join.py and info.py load it.
 """

@@ -29,7 +29,7 @@ from .store_client import StoreClient
 from .store_protocol import address_towards
 from .store_server import StoreServer
 
-__all__ = ["started_by_pmix", "PmixClient"]
+__all__ = ["started_by_pmix", "loadable_library", "PmixClient"]
 
 # pmix_common.h (PMIx 4): the sizes and codes this client uses.
 _NSLEN = 255
@@ -82,13 +82,23 @@ def started_by_pmix() -> bool:
     return bool(os.environ.get("PMIX_NAMESPACE")) and bool(os.environ.get("PMIX_RANK"))
 
 
-def _library() -> ctypes.CDLL:
+def loadable_library() -> str | None:
+    """Return the name of the PMIx client library this process would load (the first of the
+    system's libpmix, libpmix.so.2, libpmix.so that loads), or None when none does."""
     names = [ctypes.util.find_library("pmix"), "libpmix.so.2", "libpmix.so"]
     for name in filter(None, names):
         try:
-            return ctypes.CDLL(name)
+            ctypes.CDLL(name)
         except OSError:
             continue
+        return name
+    return None
+
+
+def _library() -> ctypes.CDLL:
+    name = loadable_library()
+    if name is not None:
+        return ctypes.CDLL(name)
     raise BootstrapError(
         "rma.init: a PMIx launcher started this process (PMIX_NAMESPACE is set), but the PMIx "
         "client library is not installed here: apt-get install libpmix2 (or start the job with rmarun)"

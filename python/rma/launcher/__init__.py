@@ -6,7 +6,7 @@
            [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]
            (script.py [args] | -m module [args] | -c code [args] | program [args...])
     rmarun --serve-store -n N [--store-host H] [--store-port P]
-    rmarun --info
+    rmarun --info [--json]
 
 rmarun runs the job's rendezvous store (see rma._job.store_server), starts N ranks with
 RMA_RANK/RMA_SIZE/RMA_STORE/RMA_SECRET in their environment, relays their
@@ -19,7 +19,7 @@ hosts.py        --host, --hostfile, --rsh: placing ranks on hosts and starting t
 output.py       relaying the ranks' output, and rmarun's own messages
 signals.py      signals as events while a job runs
 serve_store.py  --serve-store: only a store, for ranks started by other means
-info.py         --info: versions and providers
+info.py         --info: rma.info() printed, or as JSON
 """
 
 from .cli import main

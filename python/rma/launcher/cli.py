@@ -32,7 +32,7 @@ _USAGE = (
     "              [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
     "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
     "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
-    "       rmarun --info"
+    "       rmarun --info [--json]"
 )
 
 
@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an mpi4py program unchanged: `from mpi4py import MPI` in the ranks gives rma.compat.MPI",
     )
     parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
-    parser.add_argument("--info", action="store_true", help="print the rma and libfabric versions")
+    parser.add_argument(
+        "--info",
+        action="store_true",
+        help="print what a job here would use: versions, libfabric, providers and their modes, shared memory, PMIx",
+    )
+    parser.add_argument("--json", action="store_true", help="with --info: print it as JSON (rma.info().as_dict())")
     # -m and -c are listed for --help only; split_argv() handles them.
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a Python module as the ranks")
     parser.add_argument("-c", dest="code", metavar="CODE", help="run Python code as the ranks")
@@ -168,11 +173,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         say("-m and -c must come after rmarun's own options")
         return 2
+    if args.json and not args.info:
+        parser.print_usage(sys.stderr)
+        say("--json goes with --info")
+        return 2
 
     try:
         if args.info:
             settings.job_settings()  # (what a job here would meet)
-            return print_info()
+            return print_info(as_json=args.json)
         placement = _placement(args)
         if not args.serve_store:
             _judge_settings(args, placement)

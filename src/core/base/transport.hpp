@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/bell.hpp"
@@ -42,6 +43,11 @@ class LocalRegion {
   virtual RegionDescriptor descriptor() const = 0;
 };
 
+// The modes a transport's libfabric provider runs under, as (what, name) pairs in a fixed
+// order: ("mr_mode", "FI_MR_VIRT_ADDR|FI_MR_ALLOCATED|FI_MR_PROV_KEY"), ("data_progress",
+// "FI_PROGRESS_MANUAL")... (fabric/fabric_modes.hpp names them).
+using ProviderModes = std::vector<std::pair<std::string, std::string>>;
+
 // Receives a whole active message at its target: the source's world rank and the payload.
 using ActiveMessageHandler = std::function<void(int source, std::vector<std::byte>&& payload)>;
 
@@ -70,6 +76,8 @@ class Transport {
   virtual bool knows_sources() const = 0;
   // Fragments dropped unread because they came from an address outside the job.
   virtual uint64_t dropped_from_outside() const = 0;
+  // The modes of the libfabric endpoint in force; empty without one.
+  virtual ProviderModes provider_modes() const { return {}; }
   // For tests of the receiver's checks only: sends `frame` (a fragment header and payload, as
   // the receiver reads them) to target as it is, through the path messages to target take,
   // with no numbering and no check.

@@ -12,6 +12,7 @@
 
 #include "base/errors.hpp"
 #include "fabric/check.hpp"
+#include "fabric/fabric_modes.hpp"
 #include "fabric/libfabric_library.hpp"
 
 namespace rma {
@@ -82,6 +83,24 @@ fabric::Info FabricEndpoint::hints(const std::string& provider) {
   return hints;
 }
 
+fabric::Info FabricEndpoint::find(const std::string& provider, const std::string& node) {
+  fabric::Info hints = FabricEndpoint::hints(provider);
+  const char* bind_to = node.empty() ? nullptr : node.c_str();
+  // FI_SOURCE where the provider has it (shm and tcp;ofi_rxm do); else without, and the
+  // runtime refuses to span hosts unless the user trusts the network (runtime.hpp).
+  hints->caps |= FI_SOURCE;
+  try {
+    return fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0);
+  } catch (const fabric::FabricError&) {
+    hints->caps &= ~FI_SOURCE;
+    return fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0);
+  }
+}
+
+bool FabricEndpoint::wants_wait_fd(const std::string& provider, bool sleep_fd) {
+  return sleep_fd && provider.rfind("shm", 0) != 0;
+}
+
 FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
                                MessageRouter& router, double timeout_seconds, bool sleep_fd)
     : owner_(owner),
@@ -91,17 +110,7 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
       completed_(owner.size()),
       errors_(owner.size()) {
   static_assert(std::is_standard_layout_v<Operation>);
-  fabric::Info hints = FabricEndpoint::hints(provider);
-  const char* bind_to = node.empty() ? nullptr : node.c_str();
-  // FI_SOURCE where the provider has it (shm and tcp;ofi_rxm do); else without, and the
-  // runtime refuses to span hosts unless the user trusts the network (runtime.hpp).
-  hints->caps |= FI_SOURCE;
-  try {
-    info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
-  } catch (const fabric::FabricError&) {
-    hints->caps &= ~FI_SOURCE;
-    info_.emplace(fabric::get_info(hints, bind_to, bind_to ? FI_SOURCE : 0));
-  }
+  info_.emplace(find(provider, node));
   fi_info* info = info_->get();
   provider_ = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : provider;
   mr_mode_ = info->domain_attr->mr_mode;
@@ -114,9 +123,8 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
 
   fabric_.emplace(info);
   domain_.emplace(*fabric_, info);
-  // A wait fd where asked for and the provider has one: shm's queues cannot sleep (and its
-  // peers ring the rank's bell anyway).
-  cq_.emplace(*domain_, 4096, sleep_fd && provider_.rfind("shm", 0) != 0);
+  wait_fd_ = wants_wait_fd(provider_, sleep_fd);
+  cq_.emplace(*domain_, 4096, wait_fd_);
   av_.emplace(*domain_, static_cast<size_t>(owner.size()));
   endpoint_.emplace(*domain_, info);
   endpoint_->bind(*cq_, FI_TRANSMIT | FI_RECV);
@@ -130,6 +138,8 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
     post_receive(receives_.back().get());
   }
 }
+
+ProviderModes FabricEndpoint::modes() const { return fabric::modes_in_force(info_->get(), wait_fd_); }
 
 FabricEndpoint::~FabricEndpoint() {
   // Closing the endpoint cancels the posted receives and abandons unfinished sends, but their

@@ -45,6 +45,12 @@ class FabricEndpoint {
 
   // The fi_getinfo hints for what rma needs; provider "" means any.
   static fabric::Info hints(const std::string& provider);
+  // What fi_getinfo offers an endpoint of `provider` bound to `node` (as the constructor's
+  // arguments): the hints, with FI_SOURCE where the provider has it. Throws FabricError.
+  static fabric::Info find(const std::string& provider, const std::string& node);
+  // Whether the completion queue of an endpoint of `provider` gets a wait fd when one is
+  // asked for (sleep_fd): shm's queues cannot sleep, and its peers ring the rank's bell anyway.
+  static bool wants_wait_fd(const std::string& provider, bool sleep_fd);
   // Providers whose FI_SOURCE does not tell a process outside the job from the job's ranks
   // (shm: see the constructor), whatever their caps say.
   static bool provider_knows_no_sources(const std::string& provider);
@@ -54,6 +60,9 @@ class FabricEndpoint {
   // Whether the provider tells where each message came from (FI_SOURCE). Without it, a
   // fragment's header is the only word on its source.
   bool knows_sources() const noexcept { return knows_sources_; }
+  // The registration, progress and completion modes this endpoint runs under, by name
+  // (fabric_modes.hpp).
+  ProviderModes modes() const;
   // Fragments from addresses outside the job, dropped so far.
   uint64_t dropped_from_outside() const noexcept { return dropped_from_outside_.load(); }
   // What peers insert into their address vectors to reach this endpoint.
@@ -125,6 +134,7 @@ class FabricEndpoint {
   std::optional<fabric::Endpoint> endpoint_;
   std::vector<std::byte> name_;
   uint64_t mr_mode_ = 0;
+  bool wait_fd_ = false;
   bool knows_sources_ = false;
   std::atomic<uint64_t> dropped_from_outside_{0};
 

@@ -51,6 +51,7 @@ class FabricTransport final : public Transport {
   std::string provider() const override { return endpoint_ ? endpoint_->provider() : std::string(); }
   // (Without an endpoint every message comes through an inbox, which knows its sender.)
   bool knows_sources() const override { return endpoint_ ? endpoint_->knows_sources() : true; }
+  ProviderModes provider_modes() const override { return endpoint_ ? endpoint_->modes() : ProviderModes{}; }
   uint64_t dropped_from_outside() const override { return endpoint_ ? endpoint_->dropped_from_outside() : 0; }
   bool one_sided() const override { return endpoint_ != nullptr; }
   void send_frame_as_is(int target, std::span<const std::byte> frame) override;

@@ -74,10 +74,10 @@ fid_domain* open_domain(fid_fabric* fabric, fi_info* info) {
 fid_cq* open_cq(fid_domain* domain, size_t size, bool wait_fd) {
   fi_cq_attr attr{};
   attr.size = size;
-  attr.format = FI_CQ_FORMAT_DATA;
+  attr.format = kCompletionFormat;
   // shm's CQs cannot sleep on a wait object (its progress engine polls with backoff); tcp's
   // (through rxm) can, on an fd that also watches the connections' sockets.
-  attr.wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE;
+  attr.wait_obj = completion_wait_object(wait_fd);
   fid_cq* cq = nullptr;
   check(fi_cq_open(domain, &attr, &cq, nullptr), "fi_cq_open");
   return cq;

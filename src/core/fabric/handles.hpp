@@ -73,6 +73,11 @@ class Domain : public Handle<fid_domain> {
   Domain(const Fabric& fabric, fi_info* info);
 };
 
+// What a CompletionQueue asks libfabric for: entries in this format, and a wait object when
+// wait_fd is asked for. Named here once, for the queue and for `python -m rma --info`.
+inline constexpr fi_cq_format kCompletionFormat = FI_CQ_FORMAT_DATA;
+constexpr fi_wait_obj completion_wait_object(bool wait_fd) noexcept { return wait_fd ? FI_WAIT_FD : FI_WAIT_NONE; }
+
 // A completion queue in FI_CQ_FORMAT_DATA. Polled; with a wait fd (wait_fd=true, for
 // providers that have one: not shm), an idle rank can also sleep until it has work.
 class CompletionQueue : public Handle<fid_cq> {

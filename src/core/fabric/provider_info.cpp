@@ -6,6 +6,7 @@
 
 #include "base/errors.hpp"
 #include "fabric/fabric_endpoint.hpp"
+#include "fabric/fabric_modes.hpp"
 #include "fabric/libfabric_library.hpp"
 
 namespace rma {
@@ -73,6 +74,13 @@ std::vector<std::string> providers_that_know_sources() {
   std::vector<std::string> names = providers_with(FI_SOURCE);
   std::erase_if(names, FabricEndpoint::provider_knows_no_sources);
   return names;
+}
+
+ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd) {
+  fabric::Info found = FabricEndpoint::find(provider, node);
+  // The provider fi_getinfo chose (provider "" lets it choose), as the endpoint names it.
+  std::string chosen = found->fabric_attr->prov_name ? found->fabric_attr->prov_name : provider;
+  return fabric::modes_in_force(found.get(), FabricEndpoint::wants_wait_fd(chosen, sleep_fd));
 }
 
 }  // namespace rma

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/transport.hpp"
+
 namespace rma {
 
 // "major.minor" of the libfabric this process loads (loading it: libfabric_library.hpp).
@@ -24,5 +26,9 @@ std::vector<std::string> usable_providers();
 // Of those, the ones that tell where each message came from (FI_SOURCE): rma takes messages
 // across hosts only through these, unless RMA_TRUST_NETWORK=1 (fabric_transport.hpp).
 std::vector<std::string> providers_that_know_sources();
+// The modes an endpoint of `provider` bound to `node` would run under (fabric_modes.hpp), from
+// the fi_getinfo the endpoint itself makes (FabricEndpoint::find), without opening anything;
+// sleep_fd as the endpoint's. Throws FabricError when no such provider serves rma.
+ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd);
 
 }  // namespace rma

@@ -1,0 +1,19 @@
+// The modes a libfabric endpoint runs under, by name, for `python -m rma --info` and for a
+// rank to say what it got: the registration modes (mr_mode) and the progress and threading
+// models the domain offers, and what rma's completion queue asks for.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include "base/transport.hpp"
+
+namespace rma::fabric {
+
+// The modes of `info` (what fi_getinfo offered, and what an endpoint opened with), in this
+// order: provider, mr_mode ("FI_MR_VIRT_ADDR|FI_MR_PROV_KEY", "none" for 0), data_progress,
+// control_progress, threading, cq_format, cq_wait (wait_fd: the completion queue is asked for
+// a wait fd, handles.hpp). A value libfabric 1.17's headers do not name is written as a
+// number.
+ProviderModes modes_in_force(const fi_info* info, bool wait_fd);
+
+}  // namespace rma::fabric
