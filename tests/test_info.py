@@ -70,7 +70,7 @@ def test_a_library_that_cannot_be_loaded_is_reported_not_raised(tmp_path):
         [],
         [],
     )
-    assert fabric["problem"].startswith(f"rma: libfabric could not be loaded ({text}: "), fabric["problem"]
+    assert fabric["problem"].startswith(f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {text}: "), fabric["problem"]
     assert (several["available"], several["modes"], several["problem"]) == (False, None, fabric["problem"])
     done = run_in_own_group(
         [sys.executable, "-m", "rma", "--info"], timeout=WAIT, env=environment(RMA_LIBFABRIC=str(text))
