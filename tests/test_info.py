@@ -70,7 +70,8 @@ def test_a_library_that_cannot_be_loaded_is_reported_not_raised(tmp_path):
         [],
         [],
     )
-    assert fabric["problem"].startswith(f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {text}: "), fabric["problem"]
+    problem = fabric["problem"]
+    assert problem.startswith(f"rma: libfabric could not be loaded: RMA_LIBFABRIC: {text}: "), problem
     assert (several["available"], several["modes"], several["problem"]) == (False, None, fabric["problem"])
     done = run_in_own_group(
         [sys.executable, "-m", "rma", "--info"], timeout=WAIT, env=environment(RMA_LIBFABRIC=str(text))
@@ -129,6 +130,18 @@ def test_the_modes_are_those_a_rank_gets(provider):
     assert reported == endpoint
     assert endpoint["cq_wait"] == "FI_WAIT_NONE"  # (a job on one host sleeps on its bell)
     assert endpoint["threading"] == "FI_THREAD_DOMAIN"
+
+
+@pytest.mark.parametrize("provider", ["tcp", "shm"])
+def test_under_rma_mr_strict_a_rank_keeps_to_fi_mr_local(provider):
+    # Neither provider asks for FI_MR_LOCAL; RMA_MR_STRICT=1 makes the rank keep to it, and says so.
+    reported, endpoint = json.loads(python(RANK, RMA_PROVIDER=provider))
+    assert "FI_MR_LOCAL" not in endpoint["mr_mode"].split("|"), endpoint
+    reported, strict = json.loads(python(RANK, RMA_PROVIDER=provider, RMA_MR_STRICT="1"))
+    assert reported == strict
+    assert strict["mr_mode"].split("|") == ["FI_MR_LOCAL"] + [
+        bit for bit in endpoint["mr_mode"].split("|") if bit != "none"
+    ], (endpoint, strict)
 
 
 def test_across_hosts_an_idle_rank_sleeps_on_the_completion_queue():

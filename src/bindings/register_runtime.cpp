@@ -72,11 +72,13 @@ void register_runtime(py::module_& m) {
         "libfabric providers on this machine that offer RDM endpoints with MSG, RMA and ATOMIC.");
   m.def("providers_that_know_sources", &rma::providers_that_know_sources,
         "Of the usable providers, those that tell where each message came from (FI_SOURCE).");
-  m.def("provider_modes", &rma::provider_modes, py::arg("provider"), py::arg("node") = "", py::arg("sleep_fd") = false,
-        "The (what, name) pairs of the modes an endpoint of provider bound to node would run under\n"
-        "(provider, mr_mode, data_progress, control_progress, threading, cq_format, cq_wait), from the\n"
-        "endpoint's own fi_getinfo. sleep_fd: as Runtime's fabric_sleep. FabricError when no such\n"
-        "provider serves rma.");
+  m.def(
+      "provider_modes", &rma::provider_modes, py::arg("provider"), py::arg("node") = "", py::arg("sleep_fd") = false,
+      py::arg("mr_strict") = false,
+      "The (what, name) pairs of the modes an endpoint of provider bound to node would run under\n"
+      "(provider, mr_mode, data_progress, control_progress, threading, cq_format, cq_wait), from the\n"
+      "endpoint's own fi_getinfo. sleep_fd, mr_strict: as Runtime's fabric_sleep, mr_strict. FabricError when no such\n"
+      "provider serves rma.");
   m.def("shared_segment_problem", &rma::shared_segment_problem,
         "'' when a small segment can be made in /dev/shm, as windows' are; else the error making it raised.");
   m.def("peer_read_problem", &rma::peer_read_problem,
@@ -88,7 +90,7 @@ void register_runtime(py::module_& m) {
   py::class_<rma::Runtime, std::shared_ptr<rma::Runtime>>(m, "Runtime")
       .def(py::init([](int rank, int size, const std::string& provider, const std::string& node, double timeout,
                        int progress_sleep_us, const py::object& transport, double hang_report, bool fabric_sleep,
-                       bool trust_network, bool fabric) {
+                       bool trust_network, bool fabric, bool mr_strict) {
              rma::RuntimeOptions options;
              options.rank = rank;
              options.size = size;
@@ -101,6 +103,7 @@ void register_runtime(py::module_& m) {
              options.fabric_sleep = fabric_sleep;
              options.trust_network = trust_network;
              options.fabric = fabric;
+             options.mr_strict = mr_strict;
              py::gil_scoped_release release;
              return std::make_shared<rma::Runtime>(options);
            }),
@@ -108,13 +111,14 @@ void register_runtime(py::module_& m) {
            py::arg("progress_sleep_us") = 1000,
            py::arg("transport") = transport_members()[static_cast<size_t>(rma::TransportSetting::Auto)],
            py::arg("hang_report") = 10.0, py::arg("fabric_sleep") = false, py::arg("trust_network") = false,
-           py::arg("fabric") = true,
+           py::arg("fabric") = true, py::arg("mr_strict") = false,
            "transport: RMA_TRANSPORT, a TransportSetting (settings.py judged the variable). hang_report:\n"
            "RMA_HANG_REPORT, seconds after which a blocked call says so on stderr (<= 0: never). fabric_sleep:\n"
            "the job spans hosts, and an idle rank sleeps on the fabric's wait fd (RMA_FABRIC_SLEEP).\n"
            "trust_network: span hosts through a provider that cannot tell a message's source (RMA_TRUST_NETWORK).\n"
            "fabric: open a libfabric endpoint (false: every rank on this host, messages through the inboxes,\n"
-           "libfabric never loaded; provider and node unused).")
+           "libfabric never loaded; provider and node unused). mr_strict: descriptors for every local buffer\n"
+           "handed to libfabric, checked at every data-transfer call (RMA_MR_STRICT).")
       .def_property_readonly("rank", &rma::Runtime::rank)
       .def_property_readonly("size", &rma::Runtime::size)
       .def_property_readonly("provider", &rma::Runtime::provider)

@@ -151,7 +151,7 @@ def _job_choice(same_host: bool, fabric: Libfabric) -> JobChoice:
     modes, problem = None, fabric.problem
     if not problem:
         try:
-            modes = ProviderModes(**dict(_core.provider_modes(provider, node, sleep_fd)))
+            modes = ProviderModes(**dict(_core.provider_modes(provider, node, sleep_fd, settings.mr_strict())))
         except FabricError as exc:
             problem = str(exc)
     reason = "RMA_PROVIDER" if requested else "automatic"

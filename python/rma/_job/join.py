@@ -121,6 +121,7 @@ def _open_runtime(
             fabric_sleep,
             job.trust_network,
             fabric,
+            job.mr_strict,
         )
     except FabricError:
         # A provider asked for by a name that this host's libfabric does not serve is a bad

@@ -26,7 +26,7 @@ from .store_protocol import parse_address
 __all__ = [
     "SettingError", "JobSettings", "job_settings", "timeout", "link_timeout", "hang_report", "progress_sleep_us",
     "fabric_sleep", "trust_network", "malloc_tuning", "transport", "provider", "requested_provider",
-    "unusable_provider", "libfabric", "check_mode", "memory_model", "rank_and_size", "store_address", "secret",
+    "unusable_provider", "libfabric", "mr_strict", "check_mode", "memory_model", "rank_and_size", "store_address", "secret",
     "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS",
 ]  # fmt: skip
 
@@ -264,6 +264,14 @@ def unusable_provider(usable: Sequence[str], raw: str | None = None, name: str =
     return _refuse(name, raw, f"no provider of that name serves rma here; use auto or one of {', '.join(usable)}")
 
 
+def mr_strict(env: Mapping[str, str] | None = None) -> bool:
+    """RMA_MR_STRICT (0, the default, or 1): 1 makes every rank that opens a libfabric endpoint
+    pass the descriptor of a live registration for each local buffer of every data-transfer call,
+    and check that it does, whatever the provider needs (src/core/fabric/local_registrations.hpp):
+    for tests of what FI_MR_LOCAL providers (verbs, efa) ask, on tcp and shm."""
+    return _switch("RMA_MR_STRICT", env, default=False)
+
+
 # The libfabric a wheel of rma carries (./dev.sh wheel puts it there, with the libraries it needs
 # in rma.libs/); an install built from source has none.
 BUNDLED_LIBFABRIC = os.path.join(
@@ -331,6 +339,7 @@ class JobSettings:
     transport: str
     provider: str
     libfabric: LibfabricCandidates
+    mr_strict: bool
     check: str | None
     model: str
 
@@ -350,6 +359,7 @@ def job_settings(env: Mapping[str, str] | None = None) -> JobSettings:
         transport=transport(env),
         provider=provider(env),
         libfabric=libfabric(env),
+        mr_strict=mr_strict(env),
         check=check_mode(env),
         model=memory_model(env),
     )

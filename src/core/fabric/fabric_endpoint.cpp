@@ -3,8 +3,6 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include <sys/random.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "fabric/check.hpp"
 #include "fabric/fabric_modes.hpp"
 #include "fabric/libfabric_library.hpp"
+#include "fabric/local_registrations.hpp"
 
 namespace rma {
 
@@ -21,32 +20,37 @@ namespace {
 constexpr size_t kReceiveBuffers = 32;
 constexpr size_t kCompletionBatch = 16;
 
-// A 64-bit key from the kernel's random source (getrandom: never a predictable sequence, and
-// no state of ours to seed).
-uint64_t random_key() {
-  uint64_t key = 0;
-  for (size_t got = 0; got < sizeof key;) {
-    ssize_t n = getrandom(reinterpret_cast<char*>(&key) + got, sizeof key - got, 0);
-    if (n < 0 && errno != EINTR) throw RmaError(std::string("rma: getrandom: ") + std::strerror(errno));
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  return key;
-}
 }  // namespace
 
 // The context of one posted libfabric operation. Standard layout with the fi_context2 first,
 // so the op_context libfabric hands back is the Operation's own address.
+// Made and destroyed under the endpoint's mutex: its buffer's registration, and a one-sided
+// operation's registration of its local buffer, are libfabric's (local_registrations.hpp).
 struct FabricEndpoint::Operation {
   enum class Kind : uint8_t { Send, Receive, OneSided };
   fi_context2 context;
   Kind kind;
   int target;
   size_t length;
+  fabric::LocalRegistrations* buffers;
   std::byte* data;  // send: header + payload; receive: landing buffer; one-sided: null
+  void* desc;       // data's descriptor, or the one-sided operation's local buffer's (FI_MR_LOCAL)
+  fabric::MemoryRegion* registration = nullptr;  // one-sided, FI_MR_LOCAL: of its local buffer
 
-  Operation(Kind k, int t, size_t bytes)
-      : context{}, kind(k), target(t), length(bytes), data(bytes ? new std::byte[bytes] : nullptr) {}
-  ~Operation() { delete[] data; }
+  Operation(Kind k, int t, size_t bytes, fabric::LocalRegistrations& local)
+      : context{}, kind(k), target(t), length(bytes), buffers(&local), data(nullptr), desc(nullptr) {
+    if (bytes == 0) return;
+    auto [buffer, descriptor] = local.take_fragment_buffer(bytes);
+    data = buffer;
+    desc = descriptor;
+  }
+  ~Operation() {
+    buffers->give_back(data);
+    if (registration != nullptr) {
+      buffers->forget(*registration);
+      delete registration;
+    }
+  }
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
   static Operation* from(void* op_context) { return static_cast<Operation*>(op_context); }
@@ -70,8 +74,9 @@ fabric::Info FabricEndpoint::hints(const std::string& provider) {
   // dropping it would change which providers qualify, and what `rmarun --info` lists.
   hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
   hints->ep_attr->type = FI_EP_RDM;
-  // Every mode we can honour; FI_MR_LOCAL is left out so origin buffers need no registration.
-  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  // Every mode we can honour: FI_MR_LOCAL included (local_registrations.hpp), for the providers
+  // that need descriptors for local buffers; tcp and shm take none of it.
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->av_type = FI_AV_TABLE;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
   hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
@@ -102,7 +107,7 @@ bool FabricEndpoint::wants_wait_fd(const std::string& provider, bool sleep_fd) {
 }
 
 FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner,
-                               MessageRouter& router, double timeout_seconds, bool sleep_fd)
+                               MessageRouter& router, double timeout_seconds, bool sleep_fd, bool mr_strict)
     : owner_(owner),
       router_(router),
       timeout_seconds_(timeout_seconds),
@@ -133,13 +138,17 @@ FabricEndpoint::FabricEndpoint(const std::string& provider, const std::string& n
   name_ = endpoint_->name();
 
   std::lock_guard lock(mutex_);
+  local_.emplace(*domain_, (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr, mr_mode_, mr_strict);
   for (size_t i = 0; i < kReceiveBuffers; ++i) {
-    receives_.push_back(std::make_unique<Operation>(Operation::Kind::Receive, -1, kFragmentBytes));
+    receives_.push_back(std::make_unique<Operation>(Operation::Kind::Receive, -1, kFragmentBytes, *local_));
     post_receive(receives_.back().get());
   }
 }
 
-ProviderModes FabricEndpoint::modes() const { return fabric::modes_in_force(info_->get(), wait_fd_); }
+ProviderModes FabricEndpoint::modes() const {
+  uint64_t in_force = fabric::LocalRegistrations::mr_mode_in_force(mr_mode_, local_->strict());
+  return fabric::modes_in_force(info_->get(), in_force, wait_fd_);
+}
 
 FabricEndpoint::~FabricEndpoint() {
   // Closing the endpoint cancels the posted receives and abandons unfinished sends, but their
@@ -157,6 +166,7 @@ FabricEndpoint::~FabricEndpoint() {
   fabric_.reset();
   std::lock_guard keep(abandoned_mutex);
   for (Operation* send : live_sends_) abandoned->emplace_back(send);
+  if (!live_sends_.empty()) local_->abandon_memory();  // (their buffers, where it gave them)
 }
 
 void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {
@@ -166,7 +176,9 @@ void FabricEndpoint::connect(const std::vector<std::vector<std::byte>>& names) {
 
 void FabricEndpoint::post_receive(Operation* receive) {
   // A receive that cannot be reposted now (-FI_EAGAIN) is retried by the next poll.
-  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, nullptr, FI_ADDR_UNSPEC, &receive->context);
+  void* desc = receive->desc;  // (what is checked is what libfabric gets)
+  local_->check("fi_recv", receive->data, receive->length, desc);
+  ssize_t rc = fi_recv(endpoint_->get(), receive->data, receive->length, desc, FI_ADDR_UNSPEC, &receive->context);
   if (rc == -FI_EAGAIN) {
     unposted_receives_.push_back(receive);
     return;
@@ -200,20 +212,8 @@ void FabricEndpoint::post(int target, const char* call, Post&& try_post) {
 std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t length) {
   std::lock_guard lock(mutex_);
   const fabric::Endpoint* bind_to = (mr_mode_ & FI_MR_ENDPOINT) ? &*endpoint_ : nullptr;
-  auto registered = [&]() -> fabric::MemoryRegion {
-    uint64_t access = FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE;
-    if (mr_mode_ & FI_MR_PROV_KEY) return fabric::MemoryRegion(*domain_, base, length, access, 0, bind_to);
-    // Our keys: unpredictable, so that only the ranks told a window's key (at its creation) can
-    // reach its memory; a key another region of ours holds (-FI_ENOKEY, once in 2^64) is drawn again.
-    for (int attempt = 0;; ++attempt) {
-      try {
-        return fabric::MemoryRegion(*domain_, base, length, access, random_key(), bind_to);
-      } catch (const fabric::FabricError& error) {
-        if (error.code() != FI_ENOKEY || attempt == 8) throw;
-      }
-    }
-  };
-  fabric::MemoryRegion mr = registered();
+  fabric::MemoryRegion mr = fabric::register_memory(*domain_, bind_to, mr_mode_, base, length,
+                                                    FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE);
   RegionDescriptor descriptor;
   descriptor.base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(base) : 0;
   descriptor.key = mr.key();
@@ -223,11 +223,22 @@ std::unique_ptr<LocalRegion> FabricEndpoint::register_region(void* base, size_t 
 
 void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t length, const RemoteAddress& remote) {
   if (length == 0) return;  // shm with delivery-complete never completes a 0-byte write
-  auto* op = new Operation(Operation::Kind::OneSided, target, 0);
+  auto* op = new Operation(Operation::Kind::OneSided, target, 0, *local_);
+  if (local_->descriptors()) {
+    std::lock_guard lock(mutex_);
+    try {
+      op->registration = local_->register_for_call(local, length, is_write ? FI_WRITE : FI_READ).release();
+    } catch (...) {
+      delete op;
+      throw;
+    }
+    op->desc = op->registration->desc();
+  }
   iovec iov{local, length};
   fi_rma_iov rma{remote.region.base + remote.offset, length, remote.region.key};
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
+  msg.desc = &op->desc;
   msg.iov_count = 1;
   msg.addr = static_cast<fi_addr_t>(target);
   msg.rma_iov = &rma;
@@ -235,6 +246,8 @@ void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t len
   msg.context = &op->context;
   try {
     post(target, is_write ? "fi_writemsg" : "fi_readmsg", [&] {
+      local_->check(is_write ? "fi_writemsg" : "fi_readmsg", msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len,
+                    msg.desc[0]);
       ssize_t rc = is_write ? fi_writemsg(endpoint_->get(), &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION)
                             : fi_readmsg(endpoint_->get(), &msg, FI_COMPLETION);
       if (rc == 0) {
@@ -244,7 +257,7 @@ void FabricEndpoint::transfer(bool is_write, int target, void* local, size_t len
       return rc;
     });
   } catch (...) {
-    delete op;
+    discard(op);
     throw;
   }
 }
@@ -258,14 +271,14 @@ void FabricEndpoint::read(int target, void* destination, size_t length, const Re
 }
 
 void FabricEndpoint::send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
-  auto* op = new Operation(Operation::Kind::Send, target, sizeof header + payload.size());
+  Operation* op = make_send(target, sizeof header + payload.size());
   if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
   post_send(op, &header, first);
 }
 
 void FabricEndpoint::send_as_is(int target, std::span<const std::byte> frame) {
   if (frame.size() > kFragmentBytes) throw UsageError("rma: a frame longer than a fragment");
-  auto* op = new Operation(Operation::Kind::Send, target, frame.size());
+  Operation* op = make_send(target, frame.size());
   if (!frame.empty()) std::memcpy(op->data, frame.data(), frame.size());
   post_send(op, nullptr, false);
 }
@@ -278,7 +291,9 @@ void FabricEndpoint::post_send(Operation* op, FragmentHeader* header, bool first
       auto commit = [&] {
         // (The first fragment's number is set by now.)
         if (header != nullptr) std::memcpy(op->data, header, sizeof *header);
-        rc = fi_send(endpoint_->get(), op->data, op->length, nullptr, static_cast<fi_addr_t>(target), &op->context);
+        void* desc = op->desc;
+        local_->check("fi_send", op->data, op->length, desc);
+        rc = fi_send(endpoint_->get(), op->data, op->length, desc, static_cast<fi_addr_t>(target), &op->context);
         return rc == 0;
       };
       if (first) {
@@ -294,9 +309,24 @@ void FabricEndpoint::post_send(Operation* op, FragmentHeader* header, bool first
       return rc;
     });
   } catch (...) {
-    delete op;
+    discard(op);
     throw;
   }
+}
+
+FabricEndpoint::Operation* FabricEndpoint::make_send(int target, size_t bytes) {
+  if (!local_->descriptors()) return new Operation(Operation::Kind::Send, target, bytes, *local_);
+  std::lock_guard lock(mutex_);  // (a new slab is a registration)
+  return new Operation(Operation::Kind::Send, target, bytes, *local_);
+}
+
+void FabricEndpoint::discard(Operation* op) {
+  if (!local_->descriptors()) {
+    delete op;
+    return;
+  }
+  std::lock_guard lock(mutex_);  // (closing its registration is a libfabric call)
+  delete op;
 }
 
 void FabricEndpoint::retire(Operation* op) {

@@ -24,6 +24,7 @@
 
 #include "base/transport.hpp"
 #include "fabric/handles.hpp"
+#include "fabric/local_registrations.hpp"
 #include "messages/message_assembler.hpp"
 #include "messages/message_router.hpp"
 
@@ -37,8 +38,10 @@ class FabricEndpoint {
   // now, for at most timeout_seconds. `router` numbers the messages it sends, and learns of
   // those lost after they left (a send whose completion reports an error). Throws FabricError.
   // sleep_fd: give the completion queue a wait fd where the provider has one (sleep_fd()).
+  // mr_strict: descriptors for every local buffer, checked at every data-transfer call, whatever
+  // the provider needs (RMA_MR_STRICT; fabric/local_registrations.hpp).
   FabricEndpoint(const std::string& provider, const std::string& node, Transport& owner, MessageRouter& router,
-                 double timeout_seconds, bool sleep_fd = false);
+                 double timeout_seconds, bool sleep_fd = false, bool mr_strict = false);
   ~FabricEndpoint();
   FabricEndpoint(const FabricEndpoint&) = delete;
   FabricEndpoint& operator=(const FabricEndpoint&) = delete;
@@ -120,7 +123,9 @@ class FabricEndpoint {
   // tells): dropped unread from an address outside the job, else handed to the router's
   // check of its sender (MessageRouter::admit), which appends it to `arrived` (under mutex_).
   void take_fragment(const Operation& receive, size_t bytes, fi_addr_t source, Fragments& arrived);
-  void retire(Operation* op);  // under mutex_: a finished send or one-sided operation
+  void retire(Operation* op);                      // under mutex_: a finished send or one-sided operation
+  Operation* make_send(int target, size_t bytes);  // a send of `bytes`, its buffer from local_
+  void discard(Operation* op);                     // one the provider never took
 
   Transport& owner_;
   MessageRouter& router_;
@@ -132,6 +137,9 @@ class FabricEndpoint {
   std::optional<fabric::CompletionQueue> cq_;
   std::optional<fabric::AddressVector> av_;
   std::optional<fabric::Endpoint> endpoint_;
+  // Buffers and registrations of local memory (FI_MR_LOCAL); destroyed after the operations
+  // below, whose buffers go back to it.
+  std::optional<fabric::LocalRegistrations> local_;
   std::vector<std::byte> name_;
   uint64_t mr_mode_ = 0;
   bool wait_fd_ = false;

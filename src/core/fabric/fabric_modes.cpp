@@ -83,11 +83,11 @@ std::string mr_mode_names(uint64_t mode) {
 }
 }  // namespace
 
-ProviderModes modes_in_force(const fi_info* info, bool wait_fd) {
+ProviderModes modes_in_force(const fi_info* info, uint64_t mr_mode, bool wait_fd) {
   const fi_domain_attr& domain = *info->domain_attr;
   return {
       {"provider", info->fabric_attr->prov_name ? info->fabric_attr->prov_name : ""},
-      {"mr_mode", mr_mode_names(static_cast<uint64_t>(domain.mr_mode))},
+      {"mr_mode", mr_mode_names(mr_mode)},
       {"data_progress", name_of<fi_progress>(domain.data_progress, kProgress)},
       {"control_progress", name_of<fi_progress>(domain.control_progress, kProgress)},
       {"threading", name_of<fi_threading>(domain.threading, kThreading)},

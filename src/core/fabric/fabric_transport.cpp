@@ -33,7 +33,7 @@ std::unique_ptr<FabricEndpoint> open_endpoint(const FabricOptions& options, Tran
     return nullptr;
   }
   return std::make_unique<FabricEndpoint>(options.provider, options.node, owner, router, options.timeout_seconds,
-                                          options.fabric_sleep);
+                                          options.fabric_sleep, options.mr_strict);
 }
 
 class FabricTransport final : public Transport {

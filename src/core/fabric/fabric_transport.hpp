@@ -34,6 +34,9 @@ struct FabricOptions {
   // Connect across hosts even when the provider cannot tell a message's source (FI_SOURCE):
   // the user trusts every machine that reaches the network. Without it, connect refuses.
   bool trust_network = false;
+  // Descriptors for every local buffer handed to libfabric, each data-transfer call checked
+  // for them, whatever the provider needs (RMA_MR_STRICT: fabric/local_registrations.hpp).
+  bool mr_strict = false;
 };
 
 // A rank's address as this transport publishes it (Transport::address) and reads it

@@ -124,6 +124,8 @@ class MemoryRegion : public Handle<fid_mr> {
   MemoryRegion(const Domain& domain, void* base, size_t length, uint64_t access, uint64_t requested_key,
                const Endpoint* bind_to);
   uint64_t key() const noexcept { return fi_mr_key(get()); }
+  // What a data-transfer call passes for a local buffer in this region (FI_MR_LOCAL).
+  void* desc() const noexcept { return fi_mr_desc(get()); }
 };
 
 }  // namespace rma::fabric

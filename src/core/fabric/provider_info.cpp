@@ -8,6 +8,7 @@
 #include "fabric/fabric_endpoint.hpp"
 #include "fabric/fabric_modes.hpp"
 #include "fabric/libfabric_library.hpp"
+#include "fabric/local_registrations.hpp"
 
 namespace rma {
 
@@ -76,11 +77,12 @@ std::vector<std::string> providers_that_know_sources() {
   return names;
 }
 
-ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd) {
+ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd, bool mr_strict) {
   fabric::Info found = FabricEndpoint::find(provider, node);
   // The provider fi_getinfo chose (provider "" lets it choose), as the endpoint names it.
   std::string chosen = found->fabric_attr->prov_name ? found->fabric_attr->prov_name : provider;
-  return fabric::modes_in_force(found.get(), FabricEndpoint::wants_wait_fd(chosen, sleep_fd));
+  uint64_t mr_mode = fabric::LocalRegistrations::mr_mode_in_force(found->domain_attr->mr_mode, mr_strict);
+  return fabric::modes_in_force(found.get(), mr_mode, FabricEndpoint::wants_wait_fd(chosen, sleep_fd));
 }
 
 }  // namespace rma

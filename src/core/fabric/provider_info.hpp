@@ -28,7 +28,8 @@ std::vector<std::string> usable_providers();
 std::vector<std::string> providers_that_know_sources();
 // The modes an endpoint of `provider` bound to `node` would run under (fabric_modes.hpp), from
 // the fi_getinfo the endpoint itself makes (FabricEndpoint::find), without opening anything;
-// sleep_fd as the endpoint's. Throws FabricError when no such provider serves rma.
-ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd);
+// sleep_fd and mr_strict (RMA_MR_STRICT) as the endpoint's. Throws FabricError when no such
+// provider serves rma.
+ProviderModes provider_modes(const std::string& provider, const std::string& node, bool sleep_fd, bool mr_strict);
 
 }  // namespace rma

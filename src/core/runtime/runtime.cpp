@@ -23,6 +23,7 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.inbox_messages = options.transport != TransportSetting::Libfabric;
   fabric.fabric_sleep = options.fabric_sleep;
   fabric.trust_network = options.trust_network;
+  fabric.mr_strict = options.mr_strict;
   transport_ = open_fabric_transport(fabric);
   transport_->report_hangs_after(options.hang_report_seconds);
   // Communicator messages: [data][context u32][tag i32] (Communicator::post).

@@ -55,6 +55,8 @@ struct RuntimeOptions {
   // Take messages across hosts through a provider that cannot tell where a message came from
   // (no FI_SOURCE): then anyone who reaches the network can speak as a rank (RMA_TRUST_NETWORK).
   bool trust_network = false;
+  // Strict memory registration, for tests (RMA_MR_STRICT; FabricOptions::mr_strict).
+  bool mr_strict = false;
 };
 
 // Active-message handler ids (Transport::set_handler). Ids below kFirstLayerMessageId are the
