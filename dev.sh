@@ -315,10 +315,13 @@ case "${1:-}" in
       # The window and message suites once more with everything through libfabric instead of
       # shared memory, so that both transports stay tested. Tests whose marker names their
       # transports ran on each already: -k leaves those variants out. The peer-death matrix
-      # runs one cell in two here (each death and size still meets each call).
-      echo "dev.sh: the window and message suites again with RMA_TRANSPORT=libfabric"
-      RMA_DEATH_SAMPLE=2 RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
-        -k "not shared-memory and not libfabric" \
+      # runs one cell in two here (each death and size still meets each call). It runs under
+      # RMA_MR_STRICT=1, with the checker's suite: every buffer handed to libfabric carries a
+      # live registration's descriptor, as verbs or efa would need, and every call is checked
+      # for it (the main pass runs the libfabric variants of its tests without).
+      echo "dev.sh: the window, message and checker suites again with RMA_TRANSPORT=libfabric, under RMA_MR_STRICT=1"
+      RMA_MR_STRICT=1 RMA_DEATH_SAMPLE=2 RMA_TRANSPORT=libfabric PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
+        -k "not shared-memory and not libfabric" tests/test_check.py \
         tests/test_window.py tests/test_pscw.py tests/test_passive.py tests/test_shared.py tests/test_direct_calls.py \
         tests/test_window_entrance.py tests/test_window_lifetime.py tests/test_fuzz.py tests/test_soak.py \
         tests/test_dead_peers.py tests/test_death_matrix.py tests/test_interrupts.py tests/test_failed_sends.py \
@@ -343,11 +346,12 @@ case "${1:-}" in
       # windows mix shared memory and libfabric (tcp) and only the network joins the hosts.
       # The pass on 2 hosts runs under RMA_CHECK=1: every call of those suites, on both
       # transports, goes through the conflict checker, which must find nothing in them (the
-      # tests marked racy make conflicting calls on purpose: left out). The pass on 3 hosts
+      # tests marked racy make conflicting calls on purpose: left out); and under
+      # RMA_MR_STRICT=1, so that registrations are checked across hosts too. The pass on 3 hosts
       # runs the variants of 3 ranks or more (--testbed-spanning): fewer ranks place as on 2.
       if why=$("$PY" tests/testbed.py); then
-        echo "dev.sh: the cross-host suites on a test bed of 2 hosts, under RMA_CHECK=1"
-        RMA_CHECK=1 PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
+        echo "dev.sh: the cross-host suites on a test bed of 2 hosts, under RMA_CHECK=1 and RMA_MR_STRICT=1"
+        RMA_CHECK=1 RMA_MR_STRICT=1 PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
           --testbed-hosts 2 -k "not libfabric-shm" -m "not racy" $CROSS_HOST_SUITES
         echo "dev.sh: the cross-host suites on a test bed of 3 hosts, their variants of 3 ranks or more"
         PATH="$VENV/bin:$PATH" "$PY" -m pytest -p no:nbmake -o addopts="--strict-markers -ra" \
