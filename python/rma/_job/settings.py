@@ -26,8 +26,8 @@ from .store_protocol import parse_address
 __all__ = [
     "SettingError", "JobSettings", "job_settings", "timeout", "link_timeout", "hang_report", "progress_sleep_us",
     "fabric_sleep", "trust_network", "malloc_tuning", "transport", "provider", "requested_provider",
-    "unusable_provider", "libfabric", "mr_strict", "check_mode", "memory_model", "rank_and_size", "store_address", "secret",
-    "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS",
+    "unusable_provider", "libfabric", "mr_strict", "check_mode", "memory_model", "rank_and_size", "store_address",
+    "secret", "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS", "BUNDLED_LIBFABRIC",
 ]  # fmt: skip
 
 # Seconds settings (RMA_TIMEOUT, RMA_LINK_TIMEOUT, RMA_HANG_REPORT) stop here, about 11.6 days:
