@@ -13,30 +13,11 @@ import textwrap
 
 import pytest
 
+from libfabric_ring import RING
 from old_libfabric import old_libfabric
 from processes import run_in_own_group
 
 WAIT = 60
-
-# A ring of puts through libfabric (RMA_PROVIDER names a provider: the job loads it), then which
-# libfabric file the rank has mapped.
-PROGRAM = textwrap.dedent(
-    """
-    import numpy as np
-    import rma
-
-    comm = rma.init()
-    rank, size = comm.rank, comm.size
-    win = rma.Window.allocate(comm, 4, np.int64)
-    with win.fence():
-        win.put(np.full(4, rank + 1, np.int64), (rank + 1) % size)
-    assert (win.local == (rank - 1) % size + 1).all(), win.local
-    win.free()
-    with open("/proc/self/maps") as maps:
-        files = sorted({line.split()[-1] for line in maps if "libfabric" in line})
-    print(f"rank {rank}: mapped {files}", flush=True)
-    """
-)
 
 
 def environment(**settings):
@@ -47,7 +28,7 @@ def environment(**settings):
 
 def rmarun(tmp_path, ranks, **settings):
     script = tmp_path / "program.py"
-    script.write_text(PROGRAM)
+    script.write_text(RING)
     argv = [sys.executable, "-m", "rma", "-n", str(ranks), sys.executable, str(script)]
     return run_in_own_group(argv, timeout=WAIT, env=environment(**settings))
 

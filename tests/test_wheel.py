@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from libfabric_ring import RING
 from old_libfabric import old_libfabric
 from processes import run_in_own_group
 from testbed import TestBed
@@ -28,25 +29,6 @@ from testbed import TestBed
 REPO = Path(__file__).resolve().parent.parent
 HIDE = Path(__file__).resolve().parent / "without_build_tools.sh"
 WAIT = 300
-
-# What a rank prints after a ring of puts through libfabric: the libfabric files it has mapped.
-RING = textwrap.dedent(
-    """
-    import numpy as np
-    import rma
-
-    comm = rma.init()
-    rank, size = comm.rank, comm.size
-    win = rma.Window.allocate(comm, 4, np.int64)
-    with win.fence():
-        win.put(np.full(4, rank + 1, np.int64), (rank + 1) % size)
-    assert (win.local == (rank - 1) % size + 1).all(), win.local
-    win.free()
-    with open("/proc/self/maps") as maps:
-        files = sorted({line.split()[-1] for line in maps if "libfabric" in line})
-    print(f"rank {rank}: mapped {files}", flush=True)
-    """
-)
 
 
 @pytest.fixture(scope="module")
