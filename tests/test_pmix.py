@@ -80,6 +80,13 @@ def test_a_dying_rank_ends_the_others_blocked_calls_with_peer_error(size, dying,
         win.fence()  # waits for rank {dying} until it is known dead
     except rma.PeerError as exc:
         os.write(1, f"{{comm.rank}} PeerError {{exc}}\\n".encode())
+        # A rank that leaves without finalize makes mpirun end the others: each survivor waits
+        # (20 s at most) until every survivor has said its line (a file each, in the job's cwd).
+        open(f"said-{{comm.rank}}", "w").close()
+        for _ in range(2000):
+            if sum(name.startswith("said-") for name in os.listdir(".")) == comm.size - 1:
+                break
+            time.sleep(0.01)
         os._exit(0)
     """
     started = time.monotonic()
