@@ -116,8 +116,7 @@ void LocalRegistrations::enter(void* desc, const void* base, size_t length) {
   ledger_[desc] = {reinterpret_cast<uintptr_t>(base), length};
 }
 
-void LocalRegistrations::check(const char* call, const void* base, size_t length, void* desc) const {
-  if (!strict_) return;
+void LocalRegistrations::check_ledger(const char* call, const void* base, size_t length, void* desc) const {
   std::lock_guard lock(mutex_);
   auto at = reinterpret_cast<uintptr_t>(base);
   auto found = ledger_.find(desc);

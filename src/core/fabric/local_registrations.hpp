@@ -65,8 +65,11 @@ class LocalRegistrations {
   void forget(const MemoryRegion& region) noexcept;
 
   // Strict mode: throws RmaError naming `call` unless `desc` is the descriptor of a live
-  // registration that covers [base, base + length). Else does nothing.
-  void check(const char* call, const void* base, size_t length, void* desc) const;
+  // registration that covers [base, base + length). Else does nothing: inline, since every
+  // send and receive asks.
+  void check(const char* call, const void* base, size_t length, void* desc) const {
+    if (strict_) check_ledger(call, base, length, desc);
+  }
 
   // Keeps the fragment buffers' memory for the life of the process, past this object: sends
   // the endpoint abandoned at its close may still be read by their peers (~FabricEndpoint).
@@ -74,6 +77,7 @@ class LocalRegistrations {
 
  private:
   void enter(void* desc, const void* base, size_t length);  // into the ledger (strict)
+  void check_ledger(const char* call, const void* base, size_t length, void* desc) const;
 
   const Domain& domain_;
   const Endpoint* bind_to_;
