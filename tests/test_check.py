@@ -264,12 +264,12 @@ for k in range(10):
 with win.lock_all():
     for k in range(5):
         win.accumulate(one, 0, 4)
-        win.fetch_and_op(one, out, 0, 4)
+        win.fetch_and_op(one, np.zeros(1, np.int64), 0, 4)  # (a result array each: one would be filled twice)
 """,
     "gets and NO_OP fetches": """
 with win.fence():
     win.get(out, 0, 0)
-    win.fetch_and_op(one, out, 0, 0, rma.NO_OP)
+    win.fetch_and_op(one, np.zeros(1, np.int64), 0, 0, rma.NO_OP)
 """,
     "neighbouring bytes": """
 with win.fence():
@@ -369,9 +369,11 @@ def test_a_long_origin_changed_in_one_byte_is_found(index, size):
     )
 
 
-def assert_every_rank_found_a_changed_array(results, size, array, call, span):
+def assert_every_rank_found_a_changed_array(results, size, array, call, span, how="changed"):
     """Every rank ended; each found its own `array` ("origin", "result") of `call` changed too
-    early (bytes `span` of rank 0), or, when call is None, none found anything."""
+    early (bytes `span` of rank 0), or, when call is None, none found anything. how: "changed"
+    (at the completion), or "was changed at <string>:N" / "was read at <string>:N" (at the
+    line that did it, where the array's class shows its loads and stores)."""
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
     found = conflicts(results)
@@ -382,40 +384,71 @@ def assert_every_rank_found_a_changed_array(results, size, array, call, span):
     for rank, message in found.items():
         prefix = f"rma: RMA_CHECK: the {array} array of {call} by rank {rank} to rank 0, bytes {span}"
         assert message.startswith(prefix), message
-        assert f"changed before the call completed at rank {rank}" in message
+        assert re.search(f"{how} before the call completed at rank {rank}", message), message
 
 
-# Result arrays changed before the call completed at the origin (found there, at the completing
-# call, on every rank), and changed or read after. Every rank's window holds its rank + 10.
+# Result arrays read or changed before the call completed at the origin (found there, at the
+# line that did it, on every rank; a change through what NumPy does not show, at the completing
+# call), and read or changed after. Every rank's window holds its rank + 10.
 RESULTS = {
     "get, changed before the flush": (
         "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    got[0] = 9",
         "win.get",
+        "was changed at <string>:15",
     ),
     "fetch_and_op, changed before the unlock": (
         "got = np.zeros(1, np.int64)\nwith win.lock(0):\n    win.fetch_and_op(one, got, 0, 4)\n    got[0] = 9",
         "win.fetch_and_op (SUM)",
+        "was changed at <string>:15",
     ),
     "rget, changed before its wait": (
         "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    request = win.rget(got, 0, 4)\n    got[1] = 9\n"
         "    request.wait()",
         "win.rget",
+        "was changed at <string>:15",
+    ),
+    "get, changed through a memoryview": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    memoryview(got).cast('B')[0] = 9",
+        "win.get",
+        "changed",
+    ),
+    "get, read before the flush": (
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    x = got.any()\n    win.flush(0)",
+        "win.get",
+        "was read at <string>:15",
+    ),
+    "get into a view, its base read before the unlock": (
+        "big = np.zeros(8, np.int64)\nwith win.lock(0):\n    win.get(big[2:6], 0, 4)\n    x = big[0] + big[1]\n"
+        "    print(big[5])",
+        "win.get",
+        "was read at <string>:16",
     ),
     "get, changed after flush_local": (
         "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    win.flush_local(0)\n"
         "    assert got.tolist() == [10] * 4, got\n    got[0] = 9",
+        None,
         None,
     ),
     "rget_accumulate, changed after its wait": (
         "got = np.zeros(1, np.int64)\nwith win.lock(0):\n    assert win.rget_accumulate(one, got, 0, 4).wait() is got\n"
         "    assert got[0] >= 10, got\n    got[0] = -1",
         None,
+        None,
     ),
     # Before the call completes, the result array shows what it held before the call, as it
     # may through a network: a program that reads it too early sees that here too.
+    # Safe: reads after the completion, of a view taken before it too, and of the bytes beside.
     "get, read after the flush only": (
-        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    assert not got.any(), got\n"
-        "    win.flush(0)\n    assert got.tolist() == [10] * 4, got",
+        "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    head = got[:2]\n"
+        "    win.flush(0)\n    assert got.tolist() == [10] * 4 and head.sum() == 20, got\n"
+        "    assert type(got) is np.ndarray and type(head) is np.ndarray, (type(got), type(head))",
+        None,
+        None,
+    ),
+    "get into a view, the rest of its base read before the flush": (
+        "big = np.arange(8)\nwith win.lock_all():\n    win.get(big[2:6], 0, 4)\n    x = big[:2].sum() + big[6]\n"
+        "    big[7] = 1\n    win.flush_all()\n    assert big.tolist() == [0, 1, 10, 10, 10, 10, 6, 1], big",
+        None,
         None,
     ),
 }
@@ -424,8 +457,8 @@ RESULTS = {
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("case", RESULTS)
 def test_a_result_array_changed_too_early_is_found(case, size):
-    call = RESULTS[case][1]
-    assert_every_rank_found_a_changed_array(run_shared(f"result: {case}", size), size, "result", call, "32-")
+    _, call, how = RESULTS[case]
+    assert_every_rank_found_a_changed_array(run_shared(f"result: {case}", size), size, "result", call, "32-", how)
 
 
 # The owner's loads and stores of win.local, against the others' calls (and its own).
@@ -767,7 +800,7 @@ CASES = {
     **{f"long origin: {index}": program(LONG_ORIGIN.format(index=index)) for index in LONG_INDICES},
     **{
         f"result: {case}": program("win.local[:] = rank + 10\ncomm.barrier()\n" + body)
-        for case, (body, _) in RESULTS.items()
+        for case, (body, *_) in RESULTS.items()
     },
     **{f"local: {case}": program(body) for case, (body, *_) in LOCAL.items()},
     "shared peer": program(SHARED_PEER),

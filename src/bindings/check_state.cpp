@@ -19,7 +19,12 @@ uint64_t digest_of(PyObject* array) {
     size_t size = static_cast<size_t>(py::reinterpret_borrow<py::array>(array).nbytes());
     return rma::check::digest_of(std::span(reinterpret_cast<const std::byte*>(header->data), size));
   }
-  py::bytes copy = py::reinterpret_borrow<py::object>(array).attr("tobytes")();
+  // (ndarray's own tobytes: a pending array's would count as the program's read)
+  static PyObject* tobytes =
+      py::object(py::handle(reinterpret_cast<PyObject*>(py::detail::npy_api::get().PyArray_Type_)).attr("tobytes"))
+          .release()
+          .ptr();
+  py::bytes copy = py::reinterpret_borrow<py::object>(tobytes)(py::handle(array));
   std::string_view bytes = copy;
   return rma::check::digest_of(std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
@@ -29,7 +34,7 @@ size_t elements_of(PyObject* array) { return static_cast<size_t>(py::reinterpret
 }  // namespace
 
 py::object CheckState::stage(const arguments::Operand& result, PyObject* given) {
-  if (result.array.ptr() != given || Py_TYPE(given) != py::detail::npy_api::get().PyArray_Type_ || result.bytes == 0) {
+  if (result.array.ptr() != given || !pending_arrays::watchable(given) || result.bytes == 0) {
     return {};
   }
   PyObject* staged = PyByteArray_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(result.bytes));
@@ -38,18 +43,19 @@ py::object CheckState::stage(const arguments::Operand& result, PyObject* given) 
 }
 
 uint64_t CheckState::record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
-                            std::string_view dtype, std::span<const rma::check::Span> spans, PyObject* origin,
-                            PyObject* result, PyObject* staged) {
+                            std::string_view dtype, uint32_t element_bytes, std::span<const rma::check::Span> spans,
+                            PyObject* origin, PyObject* result, PyObject* staged) {
   bool watch_origin = origin != nullptr && elements_of(origin) > 0;  // (an empty one cannot change)
   rma::check::CallSteps::Arrays arrays;
   if (staged != nullptr && result != nullptr) arrays.result = hold(result, staged);
   if (watch_origin) arrays.origin = hold(origin, nullptr);
-  return steps_.record(target, call, kind, op, dtype, spans, arrays);
+  return steps_.record(target, call, kind, op, dtype, element_bytes, spans, arrays);
 }
 
 ArraySlot CheckState::hold(PyObject* array, PyObject* staged) {
   Held held{py::reinterpret_borrow<py::object>(array),
             staged != nullptr ? py::reinterpret_borrow<py::object>(staged) : py::object()};
+  if (staged != nullptr) pending_arrays::watch(array);  // (its reads are seen until release)
   if (free_.empty()) {
     held_.push_back(std::move(held));
     free_.reserve(held_.size());  // (so that release, in a destructor, never allocates)
@@ -63,6 +69,8 @@ ArraySlot CheckState::hold(PyObject* array, PyObject* staged) {
 
 uint64_t CheckState::digest(ArraySlot slot) { return digest_of(held_[slot].array.ptr()); }
 
+rma::check::Spans CheckState::memory(ArraySlot slot) { return pending_arrays::bytes_of(held_[slot].array.ptr()); }
+
 void CheckState::deliver(ArraySlot slot) {
   const Held& held = held_[slot];
   std::memcpy(py::detail::array_proxy(held.array.ptr())->data, PyByteArray_AS_STRING(held.staged.ptr()),
@@ -70,6 +78,7 @@ void CheckState::deliver(ArraySlot slot) {
 }
 
 void CheckState::release(ArraySlot slot) {
+  if (held_[slot].staged) pending_arrays::unwatch(held_[slot].array.ptr());
   held_[slot] = {};
   free_.push_back(slot);
 }
@@ -81,15 +90,17 @@ void CheckState::blocking(const std::function<void()>& step) {
 
 const std::string& CheckState::call_site() { return check_support::call_site(); }
 
-void CheckState::report(const std::string& conflict) {
+void CheckState::report(const std::string& conflict) { check_support::report(conflict); }
+
+namespace check_support {
+
+void report(const std::string& conflict) {
   static PyObject* reporter = py::object(py::module_::import("rma.check").attr("report")).release().ptr();
   py::str message(conflict);
   PyObject* done = PyObject_CallOneArg(reporter, message.ptr());
   if (done == nullptr) throw py::error_already_set();
   Py_DECREF(done);
 }
-
-namespace check_support {
 
 namespace {
 

@@ -5,9 +5,10 @@
 //
 // A result array the checker watches is filled through a private buffer ("staged", a
 // bytearray), which the call's completion copies into the array after comparing the array with
-// its digest: a read before then sees the array as it was before the call, as it may through a
-// network (not reported); a change is. win.local and its views (a NumPy subclass) fill in
-// place: the owner's loads and stores of them are watched already.
+// its digest: a read before then would see the array as it was before the call, as it may
+// through a network; it is reported at the read (pending_arrays.hpp), a change at the latest by
+// the completion. win.local and its views (a NumPy subclass) fill in place: the owner's loads
+// and stores of them are watched already.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -21,10 +22,12 @@
 
 #include "arguments.hpp"
 #include "check/call_steps.hpp"
+#include "pending_arrays.hpp"
 
 class CheckState final : public rma::check::CallHost {
  public:
-  explicit CheckState(std::shared_ptr<rma::check::WindowChecker> checker) : steps_(std::move(checker), *this) {}
+  explicit CheckState(std::shared_ptr<rma::check::WindowChecker> checker)
+      : steps_(std::move(checker), *this, pending_arrays::memory()) {}
   // Only in place: the steps hold a reference to it.
   CheckState(const CheckState&) = delete;
   CheckState& operator=(const CheckState&) = delete;
@@ -39,11 +42,12 @@ class CheckState final : public rma::check::CallHost {
   // After a data call to target (not PROC_NULL) has returned: CallSteps::record, watching its
   // origin array (null: none) and its result array filled through `staged` (null: not staged).
   uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
-                  std::string_view dtype, std::span<const rma::check::Span> spans, PyObject* origin, PyObject* result,
-                  PyObject* staged);
+                  std::string_view dtype, uint32_t element_bytes, std::span<const rma::check::Span> spans,
+                  PyObject* origin, PyObject* result, PyObject* staged);
 
   // ---- what the steps ask of Python (rma::check::CallHost) ----
   uint64_t digest(rma::check::ArraySlot slot) override;
+  rma::check::Spans memory(rma::check::ArraySlot slot) override;
   void deliver(rma::check::ArraySlot slot) override;
   void release(rma::check::ArraySlot slot) override;
   void blocking(const std::function<void()>& step) override;
@@ -68,4 +72,6 @@ namespace check_support {
 const std::string& call_site();
 // The process's vector clock (made by check_clock_start).
 rma::check::VectorClock& process_clock();
+// Tells the user of a conflict: rma.check.report (raises under RMA_CHECK=1, warns under warn).
+void report(const std::string& conflict);
 }  // namespace check_support

@@ -77,6 +77,16 @@ void register_check(py::module_& m) {
       },
       "The sorted, merged [start, stop) byte ranges of the elements at start plus every index * stride over dims "
       "(count, stride).");
+  m.def(
+      "check_pending_array_type",
+      [] { return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(pending_arrays::made_type())); },
+      "The class of result arrays whose call has not completed (rma.check.pending gives it its hooks).");
+  m.def(
+      "check_touched",
+      [](py::handle self, py::handle part, bool store) { pending_arrays::touched(self.ptr(), part.ptr(), store); },
+      py::arg("array"), py::arg("part"), py::arg("store"),
+      "A load (store=False) or store of `part` of a pending result array (rma.check.pending.PendingArray) by the "
+      "program: raises (or warns of) it when a call not completed yet fills (or uses) those bytes.");
 
   using Release = py::call_guard<py::gil_scoped_release>;
   py::class_<CheckState, std::shared_ptr<CheckState>>(m, "WindowCheck",

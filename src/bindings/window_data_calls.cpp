@@ -203,11 +203,13 @@ uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind
   CheckState* check = checking(self, rank);
   if (check == nullptr) return 0;
   std::string_view element = dtype != nullptr ? std::string_view(dtype_name(dtype)) : std::string_view();
+  uint32_t element_bytes =
+      dtype != nullptr ? static_cast<uint32_t>(py::reinterpret_borrow<py::dtype>(dtype).itemsize()) : 0;
   std::span<const rma::check::Span> spans = touched.region != nullptr ? check->steps().spans_of(*touched.region)
                                             : touched.run.start < touched.run.stop
                                                 ? std::span<const rma::check::Span>(&touched.run, 1)
                                                 : std::span<const rma::check::Span>();
-  return check->record(rank, call_name(call), kind, op, element, spans,
+  return check->record(rank, call_name(call), kind, op, element, element_bytes, spans,
                        origin != nullptr && arguments::is_array(origin) ? origin : nullptr,
                        result != nullptr ? result->given : nullptr, result != nullptr ? result->staged.ptr() : nullptr);
 }

@@ -27,6 +27,12 @@ struct Holder final : ArrayHolder {
     if (fail_digest) throw std::runtime_error("no digest");
     return now[slot];
   }
+  // Each slot's array at an address of its own unless `memory_of` says otherwise.
+  std::map<ArraySlot, Spans> memory_of;
+  Spans memory(ArraySlot slot) override {
+    auto found = memory_of.find(slot);
+    return found != memory_of.end() ? found->second : Spans{{1000 * (slot + 1), 1000 * (slot + 1) + 8}};
+  }
   void deliver(ArraySlot slot) override { log.push_back("deliver " + std::to_string(slot)); }
   void release(ArraySlot slot) override { log.push_back("release " + std::to_string(slot)); }
 };
@@ -81,7 +87,8 @@ int main() {
 
   test::run("a completion at targets finishes their calls' watches only, in call order", [] {
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watch_four(watches, holder);
     const int one[] = {1};
     CHECK(!watches.finish_targets(one));
@@ -98,7 +105,8 @@ int main() {
 
   test::run("a request finishes its own call's watches; everything finishes the rest", [] {
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watch_four(watches, holder);
     CHECK(!watches.finish_request(1, 2));  // (serial 2 went to target 0)
     CHECK(holder.log.empty());
@@ -113,7 +121,8 @@ int main() {
   test::run("every array is compared before any result is filled", [] {
     // Two calls that fill one array (an error too) must not make each other's change.
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watches.add(watch(1, 1, 1, true));
     watches.add(watch(1, 2, 2, true));
     holder.now = {{1, 101}, {2, 102}};
@@ -123,7 +132,8 @@ int main() {
 
   test::run("the first array found changed is reported; results are filled all the same", [] {
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watch_four(watches, holder);
     holder.now[3] = 0;  // serial 3's origin and result both changed
     holder.now[4] = 0;
@@ -141,7 +151,8 @@ int main() {
 
   test::run("a changed result array is reported as one", [] {
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watches.add(watch(2, 1, 5, true));
     auto found = watches.finish_all();
     CHECK(found && found->starts_with("rma: RMA_CHECK: the result array of win.put by rank 0 to rank 2"));
@@ -151,13 +162,51 @@ int main() {
 
   test::run("a digest that fails still releases every finishing slot", [] {
     Holder holder;
-    ArrayWatches watches(holder);
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
     watch_four(watches, holder);
     holder.fail_digest = true;
     const int one[] = {1};
     CHECK_THROWS(std::runtime_error, "no digest", watches.finish_targets(one));
     CHECK((holder.log == Log{"digest 1", "release 1", "release 3", "release 4"}));
     CHECK(watches.size() == 1);
+  });
+
+  test::run("an array that shares bytes with a pending result is reported as it is watched", [] {
+    Holder holder;
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
+    holder.memory_of = {{1, {{0, 16}}}, {2, {{8, 24}}}, {3, {{8, 24}}}, {4, {{100, 108}}}};
+    for (ArraySlot slot = 1; slot <= 4; ++slot) holder.now[slot] = 100 + slot;  // (unchanged)
+    CHECK(!watches.add(watch(1, 1, 2)));                                        // an origin
+    CHECK(!watches.add(watch(1, 2, 3)));             // another origin on the same bytes: two reads
+    auto found = watches.add(watch(1, 3, 1, true));  // a result over both
+    CHECK(found && found->starts_with("rma: RMA_CHECK: two calls use the same bytes of one array"));
+    CHECK(!watches.add(watch(1, 4, 4, true)));  // elsewhere
+    CHECK(memory.uses({{0, 1}}) && memory.uses({{20, 30}}) && !memory.uses({{24, 100}}));
+    CHECK(!watches.finish_all());
+    CHECK(memory.empty());
+  });
+
+  test::run("a change told at its line is not told again by the completion's digest", [] {
+    Holder holder;
+    PendingMemory memory;
+    ArrayWatches watches(holder, memory);
+    watches.add(watch(1, 1, 1, true));
+    watches.add(watch(1, 2, 2, true));
+    auto told = memory.touched({{2000, 2001}}, true, "program.py:9");
+    CHECK(told && told->find("was changed at program.py:9") != std::string::npos);
+    holder.now = {{1, 0}, {2, 0}};      // both changed
+    auto found = watches.finish_all();  // (slot 1's array, at 2000, was told: only slot 2's is new)
+    CHECK(found && found->starts_with("rma: RMA_CHECK: the result array of win.put by rank 0 to rank 1") &&
+          found->find(" changed before the call completed") != std::string::npos);
+    CHECK((holder.log == Log{"digest 2", "deliver 1", "deliver 2", "release 1", "release 2"}));
+    holder.log.clear();
+    watches.add(watch(1, 3, 1, true));
+    CHECK(memory.touched({{2000, 2001}}, true, "program.py:9"));
+    holder.now = {{1, 0}};
+    CHECK(!watches.finish_all());  // told at its line
+    CHECK((holder.log == Log{"deliver 1", "release 1"}));
   });
 
   return test::finish();

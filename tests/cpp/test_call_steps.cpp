@@ -32,6 +32,8 @@ struct Host final : CallHost {
     log.push_back("digest " + std::to_string(slot));
     return now[slot];
   }
+  // Each slot's array at an address of its own (no two calls share bytes).
+  Spans memory(ArraySlot slot) override { return {{1000 * (slot + 1), 1000 * (slot + 1) + 8}}; }
   void deliver(ArraySlot slot) override { log.push_back("deliver " + std::to_string(slot)); }
   void release(ArraySlot slot) override { log.push_back("release " + std::to_string(slot)); }
   void blocking(const std::function<void()>& step) override {
@@ -50,6 +52,7 @@ struct Host final : CallHost {
 // keeps it) and the steps.
 struct Checked {
   Host host;
+  PendingMemory memory;
   std::shared_ptr<rma::Window> board;
   std::unique_ptr<CallSteps> steps;
 };
@@ -65,7 +68,7 @@ std::unique_ptr<Checked> make_checked(rma::Communicator& world, VectorClock& clo
   checked->board->lock_all(0);
   auto checker = std::make_shared<WindowChecker>(clock, comm, std::vector<int>{0, 1},
                                                  "window " + std::to_string(number), checked->board);
-  checked->steps = std::make_unique<CallSteps>(std::move(checker), checked->host);
+  checked->steps = std::make_unique<CallSteps>(std::move(checker), checked->host, checked->memory);
   return checked;
 }
 
@@ -79,7 +82,7 @@ const int kTarget0[] = {0};
 // two puts to the same bytes would conflict).
 uint64_t put_to(CallSteps& steps, int target, ArraySlot origin) {
   const Span bytes[] = {{8 * uint64_t{origin}, 8 * uint64_t{origin} + 8}};
-  return steps.record(target, put, AccessKind::Write, "", "", bytes, {std::nullopt, origin});
+  return steps.record(target, put, AccessKind::Write, "", "", 0, bytes, {std::nullopt, origin});
 }
 
 using Log = std::vector<std::string>;
@@ -93,11 +96,11 @@ int64_t board_entry(Checked& checked, int row) {
 void cases(std::vector<std::unique_ptr<Checked>>& checked, VectorClock& clock) {
   test::run("each data call takes the next serial; one that touched nothing watches nothing", [&] {
     Checked& c = *checked[0];
-    CHECK(c.steps->record(1, put, AccessKind::Write, "", "", {}, {std::nullopt, 7}) == 1);
+    CHECK(c.steps->record(1, put, AccessKind::Write, "", "", 0, {}, {std::nullopt, 7}) == 1);
     CHECK((c.host.log == Log{"release 7"}));
     CHECK(put_to(*c.steps, 1, 8) == 2);
     CHECK((c.host.log == Log{"release 7", "digest 8"}));
-    CHECK(c.steps->record(1, get, AccessKind::Read, "", "", kBytes, {9, std::nullopt}) == 3);
+    CHECK(c.steps->record(1, get, AccessKind::Read, "", "", 0, kBytes, {9, std::nullopt}) == 3);
   });
 
   test::run("a flush of target 1, local or not, finishes the watches of calls to 1 only", [&] {
@@ -120,10 +123,10 @@ void cases(std::vector<std::unique_ptr<Checked>>& checked, VectorClock& clock) {
   test::run("a flush completes the calls at their target; a flush_local does not", [&] {
     for (bool local : {false, true}) {
       Checked& c = *checked[local ? 3 : 2];
-      c.steps->record(1, get, AccessKind::Read, "", "", kBytes, {});
+      c.steps->record(1, get, AccessKind::Read, "", "", 0, kBytes, {});
       c.steps->flushed(kTarget1, local);
       // A put to the bytes the get read: a conflict unless the get completed there.
-      c.steps->record(1, put, AccessKind::Write, "", "", kBytes, {std::nullopt, 1});
+      c.steps->record(1, put, AccessKind::Write, "", "", 0, kBytes, {std::nullopt, 1});
       CHECK(c.host.reports.size() == (local ? 1u : 0u));
       CHECK(!local || (!c.host.reports.empty() &&
                        c.host.reports[0].find("conflicting accesses to window 3 on rank 1") != std::string::npos));

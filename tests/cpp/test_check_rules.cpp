@@ -22,6 +22,7 @@ Access make(int origin, AccessKind kind, uint64_t start, uint64_t stop, std::str
   access.call = kind == AccessKind::Write ? "win.put" : kind == AccessKind::Read ? "win.get" : "win.accumulate";
   access.kind = kind;
   access.op = std::move(op);
+  access.element_bytes = dtype.empty() ? 0 : dtype.ends_with("32") ? 4 : 8;
   access.dtype = std::move(dtype);
   access.spans = {{start, stop}};
   access.clock = stamp({0, 0, 0});
@@ -60,6 +61,23 @@ int main() {
     CHECK(conflicts(sum, make(2, AccessKind::AtomicRead, 0, 8, "NO_OP", "float64")));
     CHECK(!conflict(sum, make(2, AccessKind::AtomicRead, 0, 8, "NO_OP", "int64")));
     CHECK(!conflict(sum, make(1, AccessKind::Update, 0, 8, "MAX", "int64")));  // one origin's are ordered
+  });
+
+  test::run("accumulates of one op and dtype conflict where their elements do not match", [] {
+    // disp_unit 1: int32s at byte 0 and at byte 1 share bytes 1-3 but no element.
+    Access at0 = make(1, AccessKind::Update, 0, 8, "SUM", "int32");
+    auto why = conflict(at0, make(2, AccessKind::Update, 1, 9, "SUM", "int32"));
+    CHECK(why && *why ==
+                     "accumulates that overlap without matching elements (int32 at byte offsets 0 and 1) are not "
+                     "atomic with each other");
+    CHECK(conflicts(at0, make(2, AccessKind::AtomicRead, 6, 10, "NO_OP", "int32")));
+    CHECK(!conflict(at0, make(2, AccessKind::Update, 4, 12, "SUM", "int32")));  // elements 1 and 2 of both
+    CHECK(!conflict(at0, make(2, AccessKind::Update, 8, 12, "SUM", "int32")));  // no shared byte
+    CHECK(!conflict(at0, make(1, AccessKind::Update, 2, 10, "SUM", "int32")));  // one origin's are ordered
+    Access strided = at0;
+    strided.spans = {{0, 4}, {12, 16}, {26, 30}};  // the third span off the grid of the other's
+    CHECK(!conflict(strided, make(2, AccessKind::Update, 12, 16, "SUM", "int32")));
+    CHECK(conflicts(strided, make(2, AccessKind::Update, 24, 28, "SUM", "int32")));
   });
 
   test::run("spans: strided elements merge, overlap finds the first shared bytes", [] {

@@ -11,7 +11,8 @@ namespace rma::check {
 
 bool Access::operator==(const Access& other) const {
   return origin == other.origin && origin_rank == other.origin_rank && target_rank == other.target_rank &&
-         call == other.call && kind == other.kind && op == other.op && dtype == other.dtype && spans == other.spans &&
+         call == other.call && kind == other.kind && op == other.op && dtype == other.dtype &&
+         element_bytes == other.element_bytes && spans == other.spans &&
          (clock == other.clock || (clock && other.clock && *clock == *other.clock)) && tick == other.tick &&
          done_tick == other.done_tick && done == other.done && site == other.site && epoch == other.epoch;
 }
@@ -103,6 +104,29 @@ std::optional<Span> overlap(const Spans& a, const Spans& b) {
 
 namespace {
 bool reads_only(AccessKind kind) { return kind == AccessKind::Read || kind == AccessKind::AtomicRead; }
+
+// Whether two accumulates of one dtype meet element on element wherever they share bytes: each
+// span of an accumulate is whole elements from its start, so two shared spans must start a
+// whole number of elements apart.
+bool same_elements(const Access& a, const Access& b) {
+  uint64_t size = a.element_bytes;
+  if (size <= 1) return true;
+  size_t i = 0, j = 0;
+  while (i < a.spans.size() && j < b.spans.size()) {
+    const Span& x = a.spans[i];
+    const Span& y = b.spans[j];
+    if (std::max(x.start, y.start) < std::min(x.stop, y.stop) &&
+        (x.start > y.start ? x.start - y.start : y.start - x.start) % size != 0) {
+      return false;
+    }
+    if (x.stop <= y.stop) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 std::optional<std::string> conflict(const Access& a, const Access& b) {
@@ -116,6 +140,11 @@ std::optional<std::string> conflict(const Access& a, const Access& b) {
   if (a.origin == b.origin) return std::nullopt;  // accumulates of one origin are ordered
   if (a.dtype != b.dtype) {
     return "accumulates of different dtypes (" + a.dtype + ", " + b.dtype + ") are not atomic with each other";
+  }
+  if (!same_elements(a, b)) {
+    return "accumulates that overlap without matching elements (" + a.dtype + " at byte offsets " +
+           std::to_string(a.spans.front().start) + " and " + std::to_string(b.spans.front().start) +
+           ") are not atomic with each other";
   }
   if (a.kind != b.kind) return std::nullopt;  // an update and a NO_OP read: atomic with each other
   if (a.op != b.op) {
@@ -190,6 +219,7 @@ void encode(std::span<const Access* const> accesses, std::vector<std::byte>& out
     wire::append(out, static_cast<uint8_t>(access->kind));
     append_text(out, access->op);
     append_text(out, access->dtype);
+    wire::append(out, access->element_bytes);
     wire::append<uint32_t>(out, static_cast<uint32_t>(access->spans.size()));
     for (const Span& span : access->spans) {
       wire::append(out, span.start);
@@ -232,6 +262,7 @@ std::vector<Access> decode(std::span<const std::byte> data) {
     access.kind = static_cast<AccessKind>(access_kind);
     access.op = take_text(data, position);
     access.dtype = take_text(data, position);
+    access.element_bytes = wire::take<uint32_t>(data, position);
     auto spans = wire::take<uint32_t>(data, position);
     for (uint32_t s = 0; s < spans; ++s) {
       uint64_t start = wire::take<uint64_t>(data, position);

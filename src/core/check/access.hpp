@@ -3,8 +3,9 @@
 //
 // spec/002: it is erroneous to have concurrent conflicting accesses to the same memory location
 // of a window. Two accesses to overlapping bytes conflict when at least one is a put; when a get
-// meets an accumulate that updates; when two updating accumulates differ in op or in dtype
-// (concurrent accumulates are atomic per element only with the same op and basic dtype). Reads
+// meets an accumulate that updates; when two updating accumulates differ in op or in dtype, or
+// overlap without matching elements (concurrent accumulates are atomic per element only with
+// the same op and basic dtype: an int32 at byte 0 and one at byte 1 are not one element). Reads
 // never conflict with reads: a get, or an accumulate with NO_OP (get_accumulate, fetch_and_op).
 // Two accumulates of one origin to one target are ordered (MPI's default accumulate_ordering),
 // so they never conflict; its other accesses conflict until a completing call orders them.
@@ -58,8 +59,9 @@ struct Access {
   int32_t target_rank = 0;  // the target's rank in the window's communicator
   std::string call;         // "win.put", "store to win.local"...
   AccessKind kind = AccessKind::Read;
-  std::string op;     // the accumulate's op ("SUM", "CAS"...), "" for put, get, load, store
-  std::string dtype;  // the element type of an accumulate, "" otherwise
+  std::string op;              // the accumulate's op ("SUM", "CAS"...), "" for put, get, load, store
+  std::string dtype;           // the element type of an accumulate, "" otherwise
+  uint32_t element_bytes = 0;  // the size of one of its elements (0: not an accumulate)
   Spans spans;
   ClockStamp clock;              // the origin's vector clock at the call
   int64_t tick = 0;              // the origin's call count at the call (program order)

@@ -21,6 +21,13 @@ std::string changed_message(const ArrayWatch& watch) {
 
 }  // namespace
 
+std::optional<std::string> ArrayWatches::add(ArrayWatch watch) {
+  std::optional<std::string> conflict;
+  watch.memory = memory_.add(holder_.memory(watch.slot), watch.access, watch.result, conflict);
+  watches_.push_back(std::move(watch));
+  return conflict;
+}
+
 template <class Done>
 std::optional<std::string> ArrayWatches::finish(Done&& done) {
   finishing_.clear();
@@ -48,10 +55,15 @@ std::optional<std::string> ArrayWatches::finish(Done&& done) {
   std::optional<std::string> found;
   {
     Release release{holder_, entries};
+    // No longer pending (a change the program was told of at its line is not told again).
+    std::vector<bool> told(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) told[i] = memory_.remove(entries[i].memory);
     // Every digest before any copy: two calls that fill one array (an error too) must not make
     // each other's change.
-    for (const ArrayWatch& watch : entries) {
-      if (!found && holder_.digest(watch.slot) != watch.digest) found = changed_message(watch);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!found && !told[i] && holder_.digest(entries[i].slot) != entries[i].digest) {
+        found = changed_message(entries[i]);
+      }
     }
     for (const ArrayWatch& watch : entries) {
       if (watch.result) holder_.deliver(watch.slot);

@@ -9,6 +9,10 @@
 // as it was at the call and compares it at the completion; a result array's call fills a
 // private buffer, which the completion copies into the array after the comparison.
 //
+// Each watched array is also pending in the process's PendingMemory (pending_memory.hpp) until
+// its watch ends: a second call into its bytes, and the program's reads of a pending result,
+// are found there.
+//
 // The arrays themselves are the holder's (the bindings': NumPy arrays and their buffers): a
 // watch names its array by the slot the holder keeps it in.
 #pragma once
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "check/access.hpp"
+#include "check/pending_memory.hpp"
 
 namespace rma::check {
 
@@ -31,6 +36,8 @@ class ArrayHolder {
  public:
   // The digest of the array's bytes as they are now (digest_of, in C order).
   virtual uint64_t digest(ArraySlot slot) = 0;
+  // The addresses of the array's bytes in this process.
+  virtual Spans memory(ArraySlot slot) = 0;
   // A result array's call completed: what it filled goes into the array.
   virtual void deliver(ArraySlot slot) = 0;
   // The watch is over: the slot and what it holds may go.
@@ -47,14 +54,16 @@ struct ArrayWatch {
   uint64_t digest;      // of its bytes at the call
   AccessRef access;     // the call's record (for the message)
   bool result = false;  // a result array (else an origin)
+  MemoryId memory = 0;  // its entry in the PendingMemory (set by add)
 };
 
 class ArrayWatches {
  public:
-  explicit ArrayWatches(ArrayHolder& holder) : holder_(holder) {}
+  ArrayWatches(ArrayHolder& holder, PendingMemory& memory) : holder_(holder), memory_(memory) {}
 
-  // A call's array, watched from now on (in call order).
-  void add(ArrayWatch watch) { watches_.push_back(std::move(watch)); }
+  // A call's array, watched from now on (in call order). Returns the report when it shares
+  // bytes with another pending call's array and one of them is a result.
+  std::optional<std::string> add(ArrayWatch watch);
   size_t size() const noexcept { return watches_.size(); }
 
   // Finishes the watches of the calls that completed at this rank: to targets (a flush,
@@ -70,6 +79,7 @@ class ArrayWatches {
   std::optional<std::string> finish(Done&& done);
 
   ArrayHolder& holder_;
+  PendingMemory& memory_;
   std::vector<ArrayWatch> watches_;    // in call order
   std::vector<ArrayWatch> finishing_;  // (memory reused by each completion)
 };

@@ -2,8 +2,8 @@
 
 namespace rma::check {
 
-CallSteps::CallSteps(std::shared_ptr<WindowChecker> checker, CallHost& host)
-    : checker_(std::move(checker)), host_(host), watches_(host) {}
+CallSteps::CallSteps(std::shared_ptr<WindowChecker> checker, CallHost& host, PendingMemory& memory)
+    : checker_(std::move(checker)), host_(host), watches_(host, memory) {}
 
 std::span<const Span> CallSteps::spans_of(const Region& region) {
   spans_.clear();
@@ -13,7 +13,7 @@ std::span<const Span> CallSteps::spans_of(const Region& region) {
 }
 
 uint64_t CallSteps::record(int target, const std::string& call, AccessKind kind, std::string_view op,
-                           std::string_view dtype, std::span<const Span> spans, Arrays arrays) {
+                           std::string_view dtype, uint32_t element_bytes, std::span<const Span> spans, Arrays arrays) {
   // The slots not watched by the end (the call touched nothing, or a step threw) go back.
   struct Unwatched {
     CallHost& host;
@@ -30,15 +30,24 @@ uint64_t CallSteps::record(int target, const std::string& call, AccessKind kind,
     host_.blocking([&] { checker_->take_post(target); });
   }
   bool found = false;
-  AccessRef access = checker_->record(target, call, kind, op, dtype, spans, host_.call_site(), found);
+  AccessRef access = checker_->record(target, call, kind, op, dtype, element_bytes, spans, host_.call_site(), found);
   // The result's first: the host digests what the call has just filled, with nothing between.
+  // (A call whose origin is its own result, as get_accumulate's may be, is one erroneous call:
+  // found by its second array.)
+  std::optional<std::string> shared;
   if (arrays.result) {
-    watches_.add({target, serial, *arrays.result, host_.digest(*arrays.result), access, true});
+    shared = watches_.add({target, serial, *arrays.result, host_.digest(*arrays.result), access, true});
     arrays.result.reset();
   }
   if (arrays.origin) {
-    watches_.add({target, serial, *arrays.origin, host_.digest(*arrays.origin), std::move(access), false});
+    std::optional<std::string> also =
+        watches_.add({target, serial, *arrays.origin, host_.digest(*arrays.origin), std::move(access), false});
+    if (!shared) shared = std::move(also);
     arrays.origin.reset();
+  }
+  if (shared) {
+    finished(std::move(shared));
+    found = true;
   }
   if (found) report();  // at the call itself
   return serial;

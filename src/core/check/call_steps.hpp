@@ -43,7 +43,8 @@ class CallHost : public ArrayHolder {
 
 class CallSteps {
  public:
-  CallSteps(std::shared_ptr<WindowChecker> checker, CallHost& host);
+  // memory: the process's arrays in use by pending calls, every window's (one PendingMemory).
+  CallSteps(std::shared_ptr<WindowChecker> checker, CallHost& host, PendingMemory& memory);
   WindowChecker& checker() noexcept { return *checker_; }
 
   // ---- data calls ----
@@ -59,9 +60,9 @@ class CallSteps {
   // its arrays (the slots are the watches' from now: released when they end, or at once when
   // the call touched nothing). Returns the call's serial, which a request names to complete its
   // own watches. A conflict with this origin's earlier calls is reported here.
-  // call, op, dtype: as WindowChecker::record's.
+  // call, op, dtype, element_bytes: as WindowChecker::record's.
   uint64_t record(int target, const std::string& call, AccessKind kind, std::string_view op, std::string_view dtype,
-                  std::span<const Span> spans, Arrays arrays);
+                  uint32_t element_bytes, std::span<const Span> spans, Arrays arrays);
   // One request-based call completed at this rank (its wait, or a test that succeeded).
   void request_completed(int target, uint64_t serial);
 

@@ -53,6 +53,7 @@ WindowChecker::Made& WindowChecker::made_record(const std::string& call, bool& f
   made->kind = probe_.kind;
   made->op = probe_.op;
   made->dtype = probe_.dtype;
+  made->element_bytes = probe_.element_bytes;
   made->spans = probe_.spans;
   made->clock = made_at_;
   made->site = *probe_.site;
@@ -64,8 +65,8 @@ WindowChecker::Made& WindowChecker::made_record(const std::string& call, bool& f
 }
 
 AccessRef WindowChecker::record(int target, const std::string& call, AccessKind kind, std::string_view op,
-                                std::string_view dtype, std::span<const Span> spans, const std::string& site,
-                                bool& found_now) {
+                                std::string_view dtype, uint32_t element_bytes, std::span<const Span> spans,
+                                const std::string& site, bool& found_now) {
   found_now = false;
   forget_made_if_moved();
   int64_t tick = clock_.take_tick();
@@ -74,6 +75,7 @@ AccessRef WindowChecker::record(int target, const std::string& call, AccessKind 
   probe_.kind = kind;
   probe_.op = op;
   probe_.dtype = dtype;
+  probe_.element_bytes = element_bytes;
   probe_.site = &site;
   probe_.spans.assign(spans.begin(), spans.end());
   bool fresh = false;
@@ -110,6 +112,7 @@ void WindowChecker::direct(int target, bool store, std::span<const Span> spans, 
   probe_.call = &call;
   probe_.kind = store ? AccessKind::Write : AccessKind::Read;
   probe_.op = probe_.dtype = {};
+  probe_.element_bytes = 0;
   probe_.site = &site;
   probe_.spans.assign(spans.begin(), spans.end());
   bool fresh = false;

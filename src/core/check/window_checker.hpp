@@ -78,9 +78,10 @@ class WindowChecker {
   // conflict exactly as the first; the same origin's own order is checked here). A conflict
   // with this origin's calls to target not completed yet is kept, and `found_now` set.
   // call ("win.put"), op, dtype and site ("file.py:12"): strings that live as long as the
-  // process (the bindings intern them); spans: sorted, disjoint, merged.
+  // process (the bindings intern them); element_bytes: the size of one element of dtype;
+  // spans: sorted, disjoint, merged.
   AccessRef record(int target, const std::string& call, AccessKind kind, std::string_view op, std::string_view dtype,
-                   std::span<const Span> spans, const std::string& site, bool& found_now);
+                   uint32_t element_bytes, std::span<const Span> spans, const std::string& site, bool& found_now);
   // A load or store of target's memory (win.local, or win.shared(target) of a shared window):
   // an access of this rank, complete at once; it goes to target's journal (this rank's own at
   // once, another's with the completed calls).
@@ -158,6 +159,7 @@ class WindowChecker {
     AccessKind kind;
     std::string_view op;
     std::string_view dtype;
+    uint32_t element_bytes;
     const std::string* site;
     Spans spans;
     auto operator<=>(const MadeKey&) const = default;

@@ -1,0 +1,115 @@
+#include "check/pending_memory.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace rma::check {
+
+namespace {
+
+const char* const kCompletions =
+    "the flush, flush_local, unlock, fence, complete or request wait that completes the call";
+
+std::string rank_of(const Access& access) { return std::to_string(access.origin_rank); }
+
+std::string role(bool result) { return result ? "the result array of " : "the origin array of "; }
+
+// The second call's array shares bytes with the first's, pending, and one is a result.
+std::string two_calls_message(const Access& first, bool first_result, const Access& second, bool second_result) {
+  std::string why =
+      first_result && second_result ? "the library may fill each until the call completes, in either order"
+      : first_result ? "the library may read the second's origin before or after it fills the first's result"
+                     : "the library may still read the first's origin while it fills the second's result";
+  return "rma: RMA_CHECK: two calls use the same bytes of one array before the first completed at rank " +
+         rank_of(first) + ": " + role(first_result) + describe(first) + "; and " + role(second_result) +
+         describe(second) + ". " + static_cast<char>(std::toupper(static_cast<unsigned char>(why[0]))) + why.substr(1) +
+         ": complete the first call (" + kCompletions +
+         ") before the second, or give each call its "
+         "own array";
+}
+
+std::string touch_message(const Access& access, bool result, bool store, const std::string& site) {
+  std::string what = role(result) + describe(access) + (store ? " was changed at " : " was read at ") + site +
+                     " before the call completed at rank " + rank_of(access);
+  if (!result) {
+    return "rma: RMA_CHECK: " + what + ": the library may read it until " + kCompletions +
+           "; change it after that call (or pass a copy)";
+  }
+  return "rma: RMA_CHECK: " + what + ": the library may fill it until " + kCompletions +
+         (store ? "; read or change it only after that call"
+                : " (until then it may hold what it held before the call); read it after that call");
+}
+
+}  // namespace
+
+template <class Found>
+void PendingMemory::overlapping(const Spans& bytes, Found&& found) const {
+  for (const Span& span : bytes) {
+    auto it = starts_.lower_bound(span.start > longest_ ? span.start - longest_ : 0);
+    for (; it != starts_.end() && it->first < span.stop; ++it) {
+      if (it->second.first <= span.start) continue;
+      if (found(it->second.second, entries_.at(it->second.second))) return;
+    }
+  }
+}
+
+MemoryId PendingMemory::add(Spans bytes, AccessRef access, bool result, std::optional<std::string>& conflict) {
+  std::lock_guard lock(mutex_);
+  overlapping(bytes, [&](MemoryId, const Entry& other) {
+    if (!result && !other.result) return false;  // two reads of one origin
+    conflict = two_calls_message(*other.access, other.result, *access, result);
+    return true;
+  });
+  MemoryId id = ++next_;
+  for (const Span& span : bytes) {
+    starts_.emplace(span.start, std::pair(span.stop, id));
+    longest_ = std::max(longest_, span.stop - span.start);
+  }
+  entries_.emplace(id, Entry{std::move(bytes), std::move(access), result});
+  return id;
+}
+
+bool PendingMemory::remove(MemoryId id) {
+  std::lock_guard lock(mutex_);
+  auto entry = entries_.find(id);
+  if (entry == entries_.end()) return false;
+  for (const Span& span : entry->second.bytes) {
+    auto [first, last] = starts_.equal_range(span.start);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.second == id) {
+        starts_.erase(it);
+        break;
+      }
+    }
+  }
+  bool reported = entry->second.reported;
+  entries_.erase(entry);
+  if (entries_.empty()) longest_ = 0;
+  return reported;
+}
+
+std::optional<std::string> PendingMemory::touched(const Spans& bytes, bool store, const std::string& site) {
+  std::lock_guard lock(mutex_);
+  std::optional<std::string> report;
+  overlapping(bytes, [&](MemoryId id, const Entry& entry) {
+    if ((!entry.result && !store) || entry.reported) return false;  // reading an origin is allowed
+    entries_.at(id).reported = true;
+    report = touch_message(*entry.access, entry.result, store, site);
+    return true;
+  });
+  return report;
+}
+
+bool PendingMemory::uses(const Spans& bytes) const {
+  std::lock_guard lock(mutex_);
+  bool used = false;
+  overlapping(bytes, [&](MemoryId, const Entry&) { return used = true; });
+  return used;
+}
+
+bool PendingMemory::empty() const {
+  std::lock_guard lock(mutex_);
+  return entries_.empty();
+}
+
+}  // namespace rma::check
