@@ -461,6 +461,171 @@ def test_a_result_array_changed_too_early_is_found(case, size):
     assert_every_rank_found_a_changed_array(run_shared(f"result: {case}", size), size, "result", call, "32-", how)
 
 
+# Every way of reading a pending result that NumPy shows (issue 41): each form reads a result
+# array of its own get before the unlock, which must raise at that line; stores too. What NumPy
+# does not show (a memoryview) is found by the digest at the completion.
+READ_FORMS = """
+forms = {
+    "index": lambda a: a[0], "slice then index": lambda a: a[1:][0], "sum": lambda a: a.sum(),
+    "np.sum": lambda a: np.sum(a), "print": lambda a: print(a), "repr": lambda a: repr(a),
+    "f-string": lambda a: f"{a}", "tolist": lambda a: a.tolist(), "float": lambda a: float(a[:1]),
+    "compare": lambda a: a == 1, "if": lambda a: bool(a[:1]), "copy": lambda a: a.copy(), "list": lambda a: list(a),
+    "matmul": lambda a: a @ a, "dot": lambda a: a.dot(a), "astype": lambda a: a.astype(float),
+    "fancy index": lambda a: a[[0, 1]], "max": lambda a: a.max(), "mean": lambda a: a.mean(),
+    "np.concatenate": lambda a: np.concatenate([a, a]), "pickle": lambda a: __import__("pickle").dumps(a),
+    "reshape then index": lambda a: a.reshape(2, 1)[1, 0], "transpose then sum": lambda a: a.T.sum(),
+    "store": lambda a: a.__setitem__(0, 5), "add in place": lambda a: a.__iadd__(1), "fill": lambda a: a.fill(3),
+    "np.copyto": lambda a: np.copyto(a, 7),
+}
+missed = []
+for name, use in forms.items():
+    got = np.zeros(2, np.int64)
+    with win.lock(0):
+        win.get(got, 0, 2)
+        try:
+            use(got)
+            missed.append(name)
+        except rma.ConflictError as error:
+            assert "before the call completed" in str(error), (name, str(error))
+    assert type(got) is np.ndarray and got.tolist() == [10, 10], (name, got)
+print("MISSED", missed, flush=True)
+"""
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_every_numpy_read_of_a_pending_result_is_found(size):
+    body = "win.local[:] = rank + 10\ncomm.barrier()\n" + READ_FORMS
+    results = run(body, size, **JOB_ENV[size])
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+        assert "MISSED []" in out, out
+
+
+def test_a_read_too_early_under_warn_sees_the_old_values_and_goes_on():
+    body = """
+win.local[:] = rank + 10
+comm.barrier()
+got = np.zeros(2, np.int64)
+with win.lock(0):
+    win.get(got, 0, 0)
+    print("EARLY", got.tolist(), flush=True)
+    print("AGAIN", got[0], flush=True)
+print("LATE", got.tolist(), flush=True)
+"""
+    results = run(body, 2, mode="warn")
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and "EARLY [0, 0]" in out and "AGAIN 0" in out and "LATE [10, 10]" in out, out + err
+        assert err.count("ConflictWarning") == 1, err  # (told once for one call)
+        assert re.search(
+            rf"the result array of win\.get by rank {rank} to rank 0, bytes 0-15, .* at <string>:14 "
+            r"was read at <string>:15 before the call completed",
+            err,
+        ), err
+
+
+# Two calls that use one array's bytes before the first completed, one of them filling it as a
+# result: found at the second call, by every rank (which makes both). Then their ordered twins.
+BUFFERS = {
+    "two gets into one array": (
+        "with win.lock(0):\n    win.get(out, 0, 1)\n    win.get(out, 0, 2)",
+        r"the result array of win\.get by rank (\d) to rank 0, bytes 8-15, .* at <string>:11; and the result array "
+        r"of win\.get by rank \1 to rank 0, bytes 16-23, .* at <string>:12\. The library may fill each",
+    ),
+    "a put from the array a get fills": (
+        "got = np.zeros(1, np.int64)\nwith win.fence():\n    win.get(got, 0, 1)\n    win.put(got, rank, 2)",
+        r"the result array of win\.get .* at <string>:12; and the origin array of win\.put .* at <string>:13",
+    ),
+    "a get into the array a put reads": (
+        "with win.lock_all():\n    win.put(one, rank, 1)\n    win.get(one, 0, 7)\n    win.flush_all()",
+        r"the origin array of win\.put .* at <string>:11; and the result array of win\.get .* at <string>:12",
+    ),
+    "get_accumulate into its own origin": (
+        "got = np.ones(1, np.int64)\nwith win.lock(0):\n    win.get_accumulate(got, got, 0, 3)",
+        r"the result array of win\.get_accumulate \(SUM\) .*; and the origin array of win\.get_accumulate",
+    ),
+    "two gets, flushed between": (
+        "with win.lock(0):\n    win.get(out, 0, 1)\n    win.flush(0)\n    win.get(out, 0, 2)",
+        None,
+    ),
+    "two puts from one array": ("with win.fence():\n    win.put(one, rank, 1)\n    win.put(one, rank, 2)", None),
+    "a get beside the bytes a put reads": (
+        "both = np.ones(2, np.int64)\nwith win.lock(rank):\n"
+        "    win.put(both[:1], rank, 1)\n    win.get(both[1:], rank, 2)",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("case", BUFFERS)
+def test_two_calls_into_one_buffer_are_found_at_the_second(case, size):
+    pattern = BUFFERS[case][1]
+    results = run_shared(f"buffer: {case}", size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if pattern is None:
+        assert found == {}, found
+        return
+    assert set(found) == set(range(size)), found
+    for rank, message in found.items():
+        assert message.startswith(
+            f"rma: RMA_CHECK: two calls use the same bytes of one array before the first completed at rank {rank}: "
+        ), message
+        assert re.search(pattern, message), (pattern, message)
+
+
+# Accumulates of one op and dtype from two origins that share bytes but not elements (a window
+# of raw bytes, whose displacements are bytes): rank 0 finds them at its synchronization.
+MISALIGNED = {
+    # Even ranks add an int32 at byte 0 of rank 0, odd ranks one at byte 1: bytes 1-3 are shared.
+    "int32s at bytes 0 and 1 in a fence epoch": (
+        "with win.fence():\n    win.accumulate(np.ones(1, np.int32), 0, rank % 2)",
+        r"bytes 1-3, .*Accumulates that overlap without matching elements \(int32 at byte offsets [01] and [01]\)",
+    ),
+    "a NO_OP fetch at byte 2 beside sums at byte 0, lock_all": (
+        "with win.lock_all():\n    if rank % 2:\n"
+        "        win.fetch_and_op(np.ones(1, np.int32), np.zeros(1, np.int32), 0, 2, rma.NO_OP)\n"
+        "    else:\n        win.accumulate(np.ones(1, np.int32), 0, 0)\ncomm.barrier()",
+        r"bytes 2-3, .*\(int32 at byte offsets [02] and [02]\)",
+    ),
+    # Safe: the same elements (two int32s each, at bytes 0 and 4: element 1 of one is element 0
+    # of the other), and misaligned ones that a flush and a barrier order.
+    "int32s at bytes 0 and 4, two each": (
+        "with win.fence():\n    win.accumulate(np.ones(2, np.int32), 0, 4 * (rank % 2))",
+        None,
+    ),
+    "misaligned, ordered by flush and barrier": (
+        "with win.lock_all():\n    if rank == 0:\n        win.accumulate(np.ones(1, np.int32), 0, 0)\n"
+        "        win.flush(0)\n    comm.barrier()\n    if rank == size - 1:\n"
+        "        win.accumulate(np.ones(1, np.int32), 0, 1)\n        win.flush(0)",
+        None,
+    ),
+}
+
+
+def misaligned_program(body):
+    return program(body).replace("rma.Window.allocate(comm, 8, np.int64)", "rma.Window.allocate(comm, 16, np.uint8)")
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("case", MISALIGNED)
+def test_accumulates_that_share_bytes_but_not_elements_are_found(case, size):
+    pattern = MISALIGNED[case][1]
+    results = run_shared(f"misaligned: {case}", size)
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and out.endswith("END\n"), f"rank {rank}: {err}"
+    found = conflicts(results)
+    if pattern is None or size == 1:
+        assert found == {}, found
+        return
+    assert set(found) == {0}, found
+    assert found[0].startswith(
+        f"rma: RMA_CHECK: conflicting accesses to window {window_of(results)} (allocate, uint8"
+    ), found
+    assert re.search(pattern, found[0]), (pattern, found[0])
+
+
 # The owner's loads and stores of win.local, against the others' calls (and its own).
 LOCAL = {
     # Rank 0 stores element 0 while the others put there, in one fence epoch: found on rank 0.
@@ -803,5 +968,7 @@ CASES = {
         for case, (body, *_) in RESULTS.items()
     },
     **{f"local: {case}": program(body) for case, (body, *_) in LOCAL.items()},
+    **{f"buffer: {case}": program(body) for case, (body, _) in BUFFERS.items()},
+    **{f"misaligned: {case}": misaligned_program(body) for case, (body, _) in MISALIGNED.items()},
     "shared peer": program(SHARED_PEER),
 }

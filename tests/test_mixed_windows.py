@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import rma
+import rma.check
 from testbed import Job, bed_or_skip
 
 ACROSS = dict(nprocs=[2, 3, 4], timeout=120)
@@ -159,6 +160,50 @@ def test_allocate_shared_among_the_ranks_of_a_host(comm):
     win.free()
     with pytest.raises(ValueError, match="one host"):
         rma.Window.allocate_shared(comm, 4, np.int64)
+
+
+@pytest.mark.rma(**ACROSS)
+def test_the_checker_sees_across_hosts_what_it_sees_on_one(comm):
+    """Under RMA_CHECK=1 (./dev.sh test runs the 2-host bed so): a result read before its get
+    completed, from a target on another host, raises at the read; a second get into the same
+    array raises at the call; accumulates from this host and others that share bytes but not
+    elements are found by their target (issue 41)."""
+    names = hosts_of(comm)
+    if rma.check.MODE != "raise":
+        pytest.skip("needs RMA_CHECK=1 (the 2-host test bed pass of ./dev.sh test has it)")
+    me, n = comm.rank, comm.size
+    far = next(r for r in range(n) if names[r] != names[me])
+    line = r"test_mixed_windows\.py:\d+"
+    reads = rma.Window.allocate(comm, 16, np.uint8)
+    reads.local[:] = me
+    comm.barrier()
+    got = np.zeros(4, np.uint8)
+    with reads.lock(far):
+        reads.get(got, far, 0)
+        with pytest.raises(
+            rma.ConflictError,
+            match=rf"the result array of win\.get by rank {me} to rank {far}, "
+            rf"bytes 0-3, .* was read at {line} before the call completed at rank {me}",
+        ):
+            got.sum()
+    assert type(got) is np.ndarray and got.tolist() == [far] * 4
+    with reads.lock(far):
+        reads.get(got, far, 0)
+        with pytest.raises(rma.ConflictError, match=r"two calls use the same bytes of one array"):
+            reads.get(got, far, 4)
+    reads.free()
+    sums = rma.Window.allocate(comm, 16, np.uint8)
+    try:
+        with sums.fence():  # even ranks at byte 0 of rank 0, odd ranks at byte 1
+            sums.accumulate(np.ones(1, np.int32), 0, me % 2)
+        found = None
+    except rma.ConflictError as error:
+        found = str(error)
+    assert (found is not None) == (me == 0), found
+    if found:
+        assert "Accumulates that overlap without matching elements (int32 at byte offsets" in found, found
+    if "freed" not in repr(sums):
+        sums.free()
 
 
 @pytest.fixture

@@ -8,13 +8,17 @@ concept per file:
 - src/core/check/ (compiled): the vector clock (`vector_clock.hpp`), what one access touched
   and when two conflict (`access.hpp`), what a target learnt of the accesses to its memory
   (`journal.hpp`), a window's checker with its messages (`window_checker.hpp`), the watches of
-  origin and result arrays (`array_watches.hpp`), and the steps of each call of a checked
-  window (`call_steps.hpp`);
+  origin and result arrays (`array_watches.hpp`), the bytes of the process's memory that
+  pending calls use (`pending_memory.hpp`), and the steps of each call of a checked window
+  (`call_steps.hpp`);
 - src/bindings/check_state.hpp: what those steps ask of Python (the arrays, the GIL, the
-  report), for the compiled window, which runs them;
+  report), for the compiled window, which runs them; src/bindings/pending_arrays.hpp: the
+  class of pending result arrays, changed in place from the call to its completion;
 - `clock.py`: the clock's steps for the calls that order ranks in Python;
 - `comm.py`: the communicator calls that order ranks carry the clock;
+- `seen.py`: an ndarray subclass whose loads and stores are seen, the base of the next two;
 - `local.py`: the owner's loads and stores of `win.local`;
+- `pending.py`: reads of result arrays whose call has not completed;
 - `window.py`: what the checker adds to a window (`Checked`, which rma/_window_kinds.py composes
   onto rma.Window): the watch of `win.local`, the checker's clock board, free.
 
