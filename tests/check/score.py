@@ -36,7 +36,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-RULES = ("put-put", "put-get", "put-acc", "get-acc", "acc-acc", "local", "origin", "result", "sync")
+RULES = (
+    "put-put",
+    "put-get",
+    "put-acc",
+    "get-acc",
+    "acc-acc",
+    "local",
+    "origin",
+    "result",
+    "read",
+    "buffer",
+    "misaligned",
+    "sync",
+)
 LABEL = re.compile(r"^(racy|safe): (" + "|".join(RULES) + r"): \S.*$")
 MARKER = "ConflictError"
 
@@ -163,10 +176,11 @@ def metrics(runs: list[Run]) -> dict[str, float | None]:
 def print_table(programs: list[Program], ranks: list[int], runs: list[Run]) -> None:
     by_key = {(run.program.path, run.ranks): run for run in runs}
     width = max(len(p.name) for p in programs)
-    print(f"{'program':<{width}}  {'label':<13}" + "".join(f"  n={n:<4}" for n in ranks))
+    label_width = max(len(p.verdict + " " + p.rule) for p in programs)
+    print(f"{'program':<{width}}  {'label':<{label_width}}" + "".join(f"  n={n:<4}" for n in ranks))
     for program in programs:
         cells = "".join(f"  {by_key[(program.path, n)].outcome:<6}" for n in ranks)
-        print(f"{program.name:<{width}}  {program.verdict + ' ' + program.rule:<13}{cells}")
+        print(f"{program.name:<{width}}  {program.verdict + ' ' + program.rule:<{label_width}}{cells}")
 
 
 def print_details(runs: list[Run]) -> None:
@@ -202,7 +216,7 @@ def print_rule_recall(runs: list[Run]) -> None:
         for rule in RULES:
             if rule in racy:
                 found = sum(run.outcome == "TP" for run in racy[rule])
-                print(f"  {rule:<8} {found:>3}/{len(racy[rule]):<3} {percent(ratio(found, len(racy[rule])))}")
+                print(f"  {rule:<10} {found:>3}/{len(racy[rule]):<3} {percent(ratio(found, len(racy[rule])))}")
 
 
 def requirements_met(scores: dict[str, float | None], args: argparse.Namespace) -> bool:
