@@ -74,6 +74,15 @@ int main() {
     }
   });
 
+  test::run("one call's origin and result sharing bytes are named as one call's", [] {
+    PendingMemory memory;
+    std::optional<std::string> conflict;
+    memory.add({{0, 8}}, get, true, conflict);
+    memory.add({{4, 12}}, get, false, conflict);
+    CHECK(conflict && conflict->starts_with("rma: RMA_CHECK: the origin and result arrays of win.get by rank 1") &&
+          contains(conflict, "give the call two arrays that do not overlap"));
+  });
+
   test::run("overlaps are found past a long span and among many short ones", [] {
     PendingMemory memory;
     std::optional<std::string> conflict;

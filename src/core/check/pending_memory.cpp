@@ -16,6 +16,11 @@ std::string role(bool result) { return result ? "the result array of " : "the or
 
 // The second call's array shares bytes with the first's, pending, and one is a result.
 std::string two_calls_message(const Access& first, bool first_result, const Access& second, bool second_result) {
+  if (&first == &second) {  // one call's origin and result (get_accumulate's)
+    return "rma: RMA_CHECK: the origin and result arrays of " + describe(first) +
+           " share bytes: the library may fill the result while it still reads the origin; give the call two "
+           "arrays that do not overlap";
+  }
   std::string why =
       first_result && second_result ? "the library may fill each until the call completes, in either order"
       : first_result ? "the library may read the second's origin before or after it fills the first's result"
