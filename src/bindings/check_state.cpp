@@ -69,7 +69,9 @@ ArraySlot CheckState::hold(PyObject* array, PyObject* staged) {
 
 uint64_t CheckState::digest(ArraySlot slot) { return digest_of(held_[slot].array.ptr()); }
 
-rma::check::Spans CheckState::memory(ArraySlot slot) { return pending_arrays::bytes_of(held_[slot].array.ptr()); }
+void CheckState::memory(ArraySlot slot, rma::check::Spans& bytes) {
+  pending_arrays::bytes_of(held_[slot].array.ptr(), bytes);
+}
 
 void CheckState::deliver(ArraySlot slot) {
   const Held& held = held_[slot];

@@ -47,7 +47,7 @@ class CheckState final : public rma::check::CallHost {
 
   // ---- what the steps ask of Python (rma::check::CallHost) ----
   uint64_t digest(rma::check::ArraySlot slot) override;
-  rma::check::Spans memory(rma::check::ArraySlot slot) override;
+  void memory(rma::check::ArraySlot slot, rma::check::Spans& bytes) override;
   void deliver(rma::check::ArraySlot slot) override;
   void release(rma::check::ArraySlot slot) override;
   void blocking(const std::function<void()>& step) override;

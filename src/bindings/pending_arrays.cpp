@@ -2,7 +2,8 @@
 
 #include <pybind11/numpy.h>
 
-#include <unordered_map>
+#include <algorithm>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "check_state.hpp"
@@ -45,10 +46,28 @@ void for_each_base(PyObject* array, Each&& each) {
 }
 
 // How many pending calls hold each array whose class was changed (each is alive meanwhile:
-// the checker holds the result array, and a view holds its bases).
-std::unordered_map<PyObject*, int>& watched() {
-  static auto* counts = new std::unordered_map<PyObject*, int>();
+// the checker holds the result array, and a view holds its bases), by address. (A sorted
+// vector: a map's node for each get cost more than the rest of its watch.)
+using Count = std::pair<PyObject*, int>;
+std::vector<Count>& watched() {
+  static auto* counts = new std::vector<Count>();
   return *counts;
+}
+
+std::vector<Count>::iterator watched_at(PyObject* object) {
+  return std::lower_bound(watched().begin(), watched().end(), object,
+                          [](const Count& count, PyObject* key) { return count.first < key; });
+}
+
+bool is_watched(PyObject* object) {
+  auto at = watched_at(object);
+  return at != watched().end() && at->first == object;
+}
+
+// The bytes of the array a load or store touched (reused).
+Spans& scratch() {
+  static auto* bytes = new Spans();
+  return *bytes;
 }
 
 constexpr uint64_t kExactElements = uint64_t{1} << 16;
@@ -88,15 +107,17 @@ rma::check::PendingMemory& memory() {
   return *pending;
 }
 
-Spans bytes_of(PyObject* array) {
+void bytes_of(PyObject* array, Spans& bytes) {
+  bytes.clear();
   auto* header = py::detail::array_proxy(array);
   auto view = py::reinterpret_borrow<py::array>(array);
   auto start = reinterpret_cast<uint64_t>(header->data);
   auto size = static_cast<uint64_t>(view.size());
   auto itemsize = static_cast<uint64_t>(view.itemsize());
-  if (size == 0) return {};
+  if (size == 0) return;
   if (header->flags & (py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_F_CONTIGUOUS_)) {
-    return {{start, start + size * itemsize}};
+    bytes.push_back({start, start + size * itemsize});
+    return;
   }
   std::vector<std::pair<uint64_t, int64_t>> dims;
   int64_t low = 0, high = 0;
@@ -106,8 +127,11 @@ Spans bytes_of(PyObject* array) {
     dims.emplace_back(count, stride);
     (stride < 0 ? low : high) += (count - 1) * stride;
   }
-  if (size > kExactElements) return {{start + low, start + high + itemsize}};
-  return rma::check::strided_spans(start, itemsize, dims);
+  if (size > kExactElements) {
+    bytes.push_back({start + low, start + high + itemsize});
+  } else {
+    bytes = rma::check::strided_spans(start, itemsize, dims);
+  }
 }
 
 bool watchable(PyObject* array) { return ours(array); }
@@ -115,28 +139,37 @@ bool watchable(PyObject* array) { return ours(array); }
 void watch(PyObject* array) {
   PyTypeObject* pending = pending_type();
   for_each_base(array, [&](PyObject* object) {
-    if (++watched()[object] == 1) set_class(object, pending);
+    auto at = watched_at(object);
+    if (at != watched().end() && at->first == object) {
+      ++at->second;
+    } else {
+      watched().insert(at, Count{object, 1});
+      set_class(object, pending);
+    }
   });
 }
 
 void unwatch(PyObject* array) {
   for_each_base(array, [&](PyObject* object) {
-    auto found = watched().find(object);
-    if (found == watched().end() || --found->second > 0) return;
-    watched().erase(found);
+    auto at = watched_at(object);
+    if (at == watched().end() || at->first != object || --at->second > 0) return;
+    watched().erase(at);
     set_class(object, ndarray());
   });
 }
 
 void touched(PyObject* self, PyObject* part, bool store) {
-  std::optional<std::string> found = memory().touched(bytes_of(part), store, check_support::call_site());
+  Spans& bytes = scratch();
+  bytes_of(part, bytes);
+  std::optional<std::string> found = memory().touched(bytes, store, check_support::call_site());
   if (found) {
     check_support::report(*found);
     return;
   }
   // A view taken while its bases were pending, used once nothing it holds is: plain again.
-  if (Py_TYPE(self) == pending_type() && !watched().contains(self) && !memory().uses(bytes_of(self))) {
-    set_class(self, ndarray());
+  if (Py_TYPE(self) == pending_type() && !is_watched(self)) {
+    bytes_of(self, bytes);
+    if (!memory().uses(bytes)) set_class(self, ndarray());
   }
 }
 

@@ -22,9 +22,9 @@ PyTypeObject* pending_type();
 
 // The process's arrays in use by calls not completed yet, every checked window's.
 rma::check::PendingMemory& memory();
-// The addresses of an ndarray's bytes (a strided one of more than 65,536 elements: from its
-// first byte to its last).
-rma::check::Spans bytes_of(PyObject* array);
+// The addresses of an ndarray's bytes, into `bytes` (a strided one of more than 65,536
+// elements: from its first byte to its last).
+void bytes_of(PyObject* array, rma::check::Spans& bytes);
 // Whether `array` may be watched as a pending result: a plain ndarray (or one watched already).
 bool watchable(PyObject* array);
 // A result array pending from now on (counted: two calls may fill one array, erroneously).

@@ -29,9 +29,9 @@ struct Holder final : ArrayHolder {
   }
   // Each slot's array at an address of its own unless `memory_of` says otherwise.
   std::map<ArraySlot, Spans> memory_of;
-  Spans memory(ArraySlot slot) override {
+  void memory(ArraySlot slot, Spans& bytes) override {
     auto found = memory_of.find(slot);
-    return found != memory_of.end() ? found->second : Spans{{1000 * (slot + 1), 1000 * (slot + 1) + 8}};
+    bytes = found != memory_of.end() ? found->second : Spans{{1000 * (slot + 1), 1000 * (slot + 1) + 8}};
   }
   void deliver(ArraySlot slot) override { log.push_back("deliver " + std::to_string(slot)); }
   void release(ArraySlot slot) override { log.push_back("release " + std::to_string(slot)); }
@@ -183,7 +183,7 @@ int main() {
     auto found = watches.add(watch(1, 3, 1, true));  // a result over both
     CHECK(found && found->starts_with("rma: RMA_CHECK: two calls use the same bytes of one array"));
     CHECK(!watches.add(watch(1, 4, 4, true)));  // elsewhere
-    CHECK(memory.uses({{0, 1}}) && memory.uses({{20, 30}}) && !memory.uses({{24, 100}}));
+    CHECK(memory.uses(Spans{{0, 1}}) && memory.uses(Spans{{20, 30}}) && !memory.uses(Spans{{24, 100}}));
     CHECK(!watches.finish_all());
     CHECK(memory.empty());
   });
@@ -194,7 +194,7 @@ int main() {
     ArrayWatches watches(holder, memory);
     watches.add(watch(1, 1, 1, true));
     watches.add(watch(1, 2, 2, true));
-    auto told = memory.touched({{2000, 2001}}, true, "program.py:9");
+    auto told = memory.touched(Spans{{2000, 2001}}, true, "program.py:9");
     CHECK(told && told->find("was changed at program.py:9") != std::string::npos);
     holder.now = {{1, 0}, {2, 0}};      // both changed
     auto found = watches.finish_all();  // (slot 1's array, at 2000, was told: only slot 2's is new)
@@ -203,7 +203,7 @@ int main() {
     CHECK((holder.log == Log{"digest 2", "deliver 1", "deliver 2", "release 1", "release 2"}));
     holder.log.clear();
     watches.add(watch(1, 3, 1, true));
-    CHECK(memory.touched({{2000, 2001}}, true, "program.py:9"));
+    CHECK(memory.touched(Spans{{2000, 2001}}, true, "program.py:9"));
     holder.now = {{1, 0}};
     CHECK(!watches.finish_all());  // told at its line
     CHECK((holder.log == Log{"deliver 1", "release 1"}));

@@ -33,7 +33,7 @@ struct Host final : CallHost {
     return now[slot];
   }
   // Each slot's array at an address of its own (no two calls share bytes).
-  Spans memory(ArraySlot slot) override { return {{1000 * (slot + 1), 1000 * (slot + 1) + 8}}; }
+  void memory(ArraySlot slot, Spans& bytes) override { bytes = {{1000 * (slot + 1), 1000 * (slot + 1) + 8}}; }
   void deliver(ArraySlot slot) override { log.push_back("deliver " + std::to_string(slot)); }
   void release(ArraySlot slot) override { log.push_back("release " + std::to_string(slot)); }
   void blocking(const std::function<void()>& step) override {

@@ -23,7 +23,8 @@ std::string changed_message(const ArrayWatch& watch) {
 
 std::optional<std::string> ArrayWatches::add(ArrayWatch watch) {
   std::optional<std::string> conflict;
-  watch.memory = memory_.add(holder_.memory(watch.slot), watch.access, watch.result, conflict);
+  holder_.memory(watch.slot, bytes_);
+  watch.memory = memory_.add(bytes_, watch.access, watch.result, conflict);
   watches_.push_back(std::move(watch));
   return conflict;
 }

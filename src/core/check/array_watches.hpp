@@ -36,8 +36,8 @@ class ArrayHolder {
  public:
   // The digest of the array's bytes as they are now (digest_of, in C order).
   virtual uint64_t digest(ArraySlot slot) = 0;
-  // The addresses of the array's bytes in this process.
-  virtual Spans memory(ArraySlot slot) = 0;
+  // The addresses of the array's bytes in this process, into `bytes` (cleared first).
+  virtual void memory(ArraySlot slot, Spans& bytes) = 0;
   // A result array's call completed: what it filled goes into the array.
   virtual void deliver(ArraySlot slot) = 0;
   // The watch is over: the slot and what it holds may go.
@@ -82,6 +82,7 @@ class ArrayWatches {
   PendingMemory& memory_;
   std::vector<ArrayWatch> watches_;    // in call order
   std::vector<ArrayWatch> finishing_;  // (memory reused by each completion)
+  Spans bytes_;                        // (memory reused by each add)
 };
 
 }  // namespace rma::check

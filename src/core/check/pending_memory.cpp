@@ -48,64 +48,79 @@ std::string touch_message(const Access& access, bool result, bool store, const s
 }  // namespace
 
 template <class Found>
-void PendingMemory::overlapping(const Spans& bytes, Found&& found) const {
+void PendingMemory::overlapping(std::span<const Span> bytes, Found&& found) const {
   for (const Span& span : bytes) {
-    auto it = starts_.lower_bound(span.start > longest_ ? span.start - longest_ : 0);
-    for (; it != starts_.end() && it->first < span.stop; ++it) {
-      if (it->second.first <= span.start) continue;
-      if (found(it->second.second, entries_.at(it->second.second))) return;
+    uint64_t from = span.start > longest_ ? span.start - longest_ : 0;
+    auto it = std::lower_bound(starts_.begin(), starts_.end(), from,
+                               [](const Start& item, uint64_t start) { return item.start < start; });
+    for (; it != starts_.end() && it->start < span.stop; ++it) {
+      if (it->stop <= span.start) continue;
+      if (found(it->id, entries_[it->id])) return;
     }
   }
 }
 
-MemoryId PendingMemory::add(Spans bytes, AccessRef access, bool result, std::optional<std::string>& conflict) {
+MemoryId PendingMemory::add(std::span<const Span> bytes, AccessRef access, bool result,
+                            std::optional<std::string>& conflict) {
   std::lock_guard lock(mutex_);
   overlapping(bytes, [&](MemoryId, const Entry& other) {
     if (!result && !other.result) return false;  // two reads of one origin
     conflict = two_calls_message(*other.access, other.result, *access, result);
     return true;
   });
-  MemoryId id = ++next_;
+  MemoryId id;
+  if (free_.empty()) {
+    id = static_cast<MemoryId>(entries_.size());
+    entries_.emplace_back();
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
+  Entry& entry = entries_[id];
+  entry.bytes.assign(bytes.begin(), bytes.end());
+  entry.access = std::move(access);
+  entry.result = result;
+  entry.reported = false;
   for (const Span& span : bytes) {
-    starts_.emplace(span.start, std::pair(span.stop, id));
+    auto at = std::upper_bound(starts_.begin(), starts_.end(), span.start,
+                               [](uint64_t start, const Start& item) { return start < item.start; });
+    starts_.insert(at, Start{span.start, span.stop, id});
     longest_ = std::max(longest_, span.stop - span.start);
   }
-  entries_.emplace(id, Entry{std::move(bytes), std::move(access), result});
   return id;
 }
 
 bool PendingMemory::remove(MemoryId id) {
   std::lock_guard lock(mutex_);
-  auto entry = entries_.find(id);
-  if (entry == entries_.end()) return false;
-  for (const Span& span : entry->second.bytes) {
-    auto [first, last] = starts_.equal_range(span.start);
-    for (auto it = first; it != last; ++it) {
-      if (it->second.second == id) {
-        starts_.erase(it);
-        break;
-      }
-    }
+  if (id >= entries_.size() || !entries_[id].access) return false;  // (not pending)
+  Entry& entry = entries_[id];
+  for (const Span& span : entry.bytes) {
+    auto it = std::lower_bound(starts_.begin(), starts_.end(), span.start,
+                               [](const Start& item, uint64_t start) { return item.start < start; });
+    while (it != starts_.end() && it->start == span.start && it->id != id) ++it;
+    if (it != starts_.end() && it->start == span.start) starts_.erase(it);
   }
-  bool reported = entry->second.reported;
-  entries_.erase(entry);
-  if (entries_.empty()) longest_ = 0;
+  bool reported = entry.reported;
+  entry.bytes.clear();
+  entry.access.reset();
+  free_.push_back(id);
+  if (starts_.empty()) longest_ = 0;
   return reported;
 }
 
-std::optional<std::string> PendingMemory::touched(const Spans& bytes, bool store, const std::string& site) {
+std::optional<std::string> PendingMemory::touched(std::span<const Span> bytes, bool store, const std::string& site) {
   std::lock_guard lock(mutex_);
   std::optional<std::string> report;
   overlapping(bytes, [&](MemoryId id, const Entry& entry) {
     if ((!entry.result && !store) || entry.reported) return false;  // reading an origin is allowed
-    entries_.at(id).reported = true;
+    entries_[id].reported = true;
     report = touch_message(*entry.access, entry.result, store, site);
     return true;
   });
   return report;
 }
 
-bool PendingMemory::uses(const Spans& bytes) const {
+bool PendingMemory::uses(std::span<const Span> bytes) const {
   std::lock_guard lock(mutex_);
   bool used = false;
   overlapping(bytes, [&](MemoryId, const Entry&) { return used = true; });
@@ -114,7 +129,7 @@ bool PendingMemory::uses(const Spans& bytes) const {
 
 bool PendingMemory::empty() const {
   std::lock_guard lock(mutex_);
-  return entries_.empty();
+  return starts_.empty() && std::all_of(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.access; });
 }
 
 }  // namespace rma::check

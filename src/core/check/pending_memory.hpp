@@ -14,16 +14,18 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "check/access.hpp"
 
 namespace rma::check {
 
-using MemoryId = uint64_t;
+// A pending array's entry (reused once its call completed).
+using MemoryId = uint32_t;
 
 class PendingMemory {
  public:
@@ -31,33 +33,41 @@ class PendingMemory {
   // and whether the call fills it (a result) or reads it (an origin). Returns its id; `conflict`
   // gets the report when it shares bytes with another pending array and one of the two is a
   // result (the first such pair).
-  MemoryId add(Spans bytes, AccessRef access, bool result, std::optional<std::string>& conflict);
+  MemoryId add(std::span<const Span> bytes, AccessRef access, bool result, std::optional<std::string>& conflict);
   // The call completed. Returns whether a touch of its array was reported already (its
   // completion then says nothing more of it).
   bool remove(MemoryId id);
   // The program read (store: changed) these bytes, at `site`: the report when they belong to a
   // pending result (or, for a change, to any pending array). Reported once per pending array.
-  std::optional<std::string> touched(const Spans& bytes, bool store, const std::string& site);
+  std::optional<std::string> touched(std::span<const Span> bytes, bool store, const std::string& site);
   // Whether any pending array shares a byte with these.
-  bool uses(const Spans& bytes) const;
+  bool uses(std::span<const Span> bytes) const;
   bool empty() const;
 
  private:
   struct Entry {
     Spans bytes;
     AccessRef access;
-    bool result;
+    bool result = false;
     bool reported = false;
+  };
+  // One span of a pending array, in starts_ (sorted by start).
+  struct Start {
+    uint64_t start;
+    uint64_t stop;
+    MemoryId id;
   };
   // Calls found(id, entry) for each pending array sharing a byte with `bytes` until it returns true.
   template <class Found>
-  void overlapping(const Spans& bytes, Found&& found) const;
+  void overlapping(std::span<const Span> bytes, Found&& found) const;
 
+  // (Vectors, reused: a checked get or put adds and removes one array, and allocating map nodes
+  // for it cost as much as the rest of the checker's record.)
   mutable std::mutex mutex_;
-  std::map<MemoryId, Entry> entries_;
-  std::multimap<uint64_t, std::pair<uint64_t, MemoryId>> starts_;  // each span: start -> (stop, id)
-  uint64_t longest_ = 0;  // the longest span pending (where a search for overlaps starts)
-  MemoryId next_ = 0;
+  std::vector<Entry> entries_;  // by id
+  std::vector<MemoryId> free_;  // ids of completed calls, for the next adds
+  std::vector<Start> starts_;   // every pending span, by start
+  uint64_t longest_ = 0;        // the longest span pending (where a search for overlaps starts)
 };
 
 }  // namespace rma::check
