@@ -57,14 +57,11 @@ std::optional<std::string> ArrayWatches::finish(Done&& done) {
   {
     Release release{holder_, entries};
     // No longer pending (a change the program was told of at its line is not told again).
-    std::vector<bool> told(entries.size());
-    for (size_t i = 0; i < entries.size(); ++i) told[i] = memory_.remove(entries[i].memory);
+    for (ArrayWatch& watch : entries) watch.told = memory_.remove(watch.memory);
     // Every digest before any copy: two calls that fill one array (an error too) must not make
     // each other's change.
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (!found && !told[i] && holder_.digest(entries[i].slot) != entries[i].digest) {
-        found = changed_message(entries[i]);
-      }
+    for (const ArrayWatch& watch : entries) {
+      if (!found && !watch.told && holder_.digest(watch.slot) != watch.digest) found = changed_message(watch);
     }
     for (const ArrayWatch& watch : entries) {
       if (watch.result) holder_.deliver(watch.slot);

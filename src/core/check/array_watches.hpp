@@ -55,6 +55,7 @@ struct ArrayWatch {
   AccessRef access;     // the call's record (for the message)
   bool result = false;  // a result array (else an origin)
   MemoryId memory = 0;  // its entry in the PendingMemory (set by add)
+  bool told = false;    // a change of it was told at its line (set as it finishes)
 };
 
 class ArrayWatches {

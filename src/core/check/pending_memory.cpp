@@ -49,6 +49,7 @@ std::string touch_message(const Access& access, bool result, bool store, const s
 
 template <class Found>
 void PendingMemory::overlapping(std::span<const Span> bytes, Found&& found) const {
+  if (starts_.empty()) return;
   for (const Span& span : bytes) {
     uint64_t from = span.start > longest_ ? span.start - longest_ : 0;
     auto it = std::lower_bound(starts_.begin(), starts_.end(), from,
@@ -62,7 +63,6 @@ void PendingMemory::overlapping(std::span<const Span> bytes, Found&& found) cons
 
 MemoryId PendingMemory::add(std::span<const Span> bytes, AccessRef access, bool result,
                             std::optional<std::string>& conflict) {
-  std::lock_guard lock(mutex_);
   overlapping(bytes, [&](MemoryId, const Entry& other) {
     if (!result && !other.result) return false;  // two reads of one origin
     conflict = two_calls_message(*other.access, other.result, *access, result);
@@ -91,7 +91,6 @@ MemoryId PendingMemory::add(std::span<const Span> bytes, AccessRef access, bool 
 }
 
 bool PendingMemory::remove(MemoryId id) {
-  std::lock_guard lock(mutex_);
   if (id >= entries_.size() || !entries_[id].access) return false;  // (not pending)
   Entry& entry = entries_[id];
   for (const Span& span : entry.bytes) {
@@ -109,7 +108,6 @@ bool PendingMemory::remove(MemoryId id) {
 }
 
 std::optional<std::string> PendingMemory::touched(std::span<const Span> bytes, bool store, const std::string& site) {
-  std::lock_guard lock(mutex_);
   std::optional<std::string> report;
   overlapping(bytes, [&](MemoryId id, const Entry& entry) {
     if ((!entry.result && !store) || entry.reported) return false;  // reading an origin is allowed
@@ -121,14 +119,12 @@ std::optional<std::string> PendingMemory::touched(std::span<const Span> bytes, b
 }
 
 bool PendingMemory::uses(std::span<const Span> bytes) const {
-  std::lock_guard lock(mutex_);
   bool used = false;
   overlapping(bytes, [&](MemoryId, const Entry&) { return used = true; });
   return used;
 }
 
 bool PendingMemory::empty() const {
-  std::lock_guard lock(mutex_);
   return starts_.empty() && std::all_of(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.access; });
 }
 

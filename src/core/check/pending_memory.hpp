@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +26,8 @@ namespace rma::check {
 // A pending array's entry (reused once its call completed).
 using MemoryId = uint32_t;
 
+// Not thread-safe: its callers take turns (the bindings call it with Python's GIL held, as every
+// checked call and every load of a pending array runs).
 class PendingMemory {
  public:
   // A call's array, pending from now until remove(): its bytes (addresses), the call's record,
@@ -63,7 +64,6 @@ class PendingMemory {
 
   // (Vectors, reused: a checked get or put adds and removes one array, and allocating map nodes
   // for it cost as much as the rest of the checker's record.)
-  mutable std::mutex mutex_;
   std::vector<Entry> entries_;  // by id
   std::vector<MemoryId> free_;  // ids of completed calls, for the next adds
   std::vector<Start> starts_;   // every pending span, by start
