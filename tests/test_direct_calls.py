@@ -266,12 +266,13 @@ def test_python_numbers_as_single_operands(comm):
     # them when the conversion is exact, the general path otherwise (as NumPy would).
     ints = rma.Window.allocate(comm, 2, np.uint8)
     floats = rma.Window.allocate(comm, 1, np.float32)
-    small, real = np.zeros(1, np.uint8), np.zeros(1, np.float32)
+    # (A result array for each call: two pending calls must not fill one, which RMA_CHECK reports.)
+    small, real = np.zeros(2, np.uint8), np.zeros(2, np.float32)
     with ints.lock_all(), floats.lock_all():
-        ints.fetch_and_op(2, small, 0)
-        floats.fetch_and_op(0.5, real, 0)
-        floats.fetch_and_op(1, real, 0, op=rma.SUM)  # an int into a float32 window
-        ints.compare_and_swap(7, 0, small, 0, 1)  # one rank wins
+        ints.fetch_and_op(2, small[:1], 0)
+        floats.fetch_and_op(0.5, real[:1], 0)
+        floats.fetch_and_op(1, real[1:], 0, op=rma.SUM)  # an int into a float32 window
+        ints.compare_and_swap(7, 0, small[1:], 0, 1)  # one rank wins
     comm.barrier()
     if comm.rank == 0:
         assert ints.local[0] == 2 * comm.size
@@ -280,7 +281,7 @@ def test_python_numbers_as_single_operands(comm):
     comm.barrier()
     with ints.lock(0):
         with pytest.raises(ValueError, match="does not fit uint8"):
-            ints.fetch_and_op(300, small, 0)
+            ints.fetch_and_op(300, small[:1], 0)
     comm.barrier()
     ints.free()
     floats.free()
