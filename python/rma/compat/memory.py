@@ -3,6 +3,8 @@ the one function that turns any buffer a program passes into a NumPy view of its
 
 from __future__ import annotations
 
+import ctypes
+import operator
 from typing import Any
 
 import numpy as np
@@ -33,16 +35,53 @@ IN_PLACE = _InPlace(-1)
 
 
 class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
-    """Bytes of memory, as mpi4py's MPI.buffer: a one-dimensional array of unsigned bytes that
-    any buffer-taking call accepts, with mpi4py's `address`, `format`, `obj` and `release()`."""
+    """Bytes of memory, as mpi4py's MPI.buffer: a sequence of bytes that any buffer-taking call
+    accepts, with mpi4py's `address`, `obj`, `readonly`, `cast()`, `toreadonly()`, `release()`.
+
+    As mpi4py's, `mem[i]` is an int, `mem[a:b]` a buffer over those bytes, `mem[a:b] = data`
+    copies the bytes of any bytes-like object of that length (`mem[a:b] = 7` fills them), and
+    the buffer protocol exports the bytes writable unless read-only (`np.frombuffer(mem, "i")`).
+    It is a one-dimensional NumPy array of uint8 underneath, so indexes other than an int or a
+    slice (tuples, arrays) index as NumPy's do.
+    """
+
+    _obj: Any = None
 
     def __new__(cls, obj: Any = None) -> buffer:
-        data = np.zeros(0, np.uint8) if obj is None else bytes_of(obj, writable=False, call="MPI.buffer")
-        return data.view(cls)
+        if obj is None:
+            return np.zeros(0, np.uint8).view(cls)
+        return _exposing(bytes_of(obj, writable=False, call="MPI.buffer"), obj)
+
+    def __array_finalize__(self, source: Any) -> None:
+        # A view of a buffer (a slice, toreadonly) exposes that buffer's bytes, as mpi4py's
+        # slices do; a buffer over a plain array (a window's memory) exposes that array.
+        if source is not None:
+            self._obj = source if isinstance(source, buffer) else getattr(source, "_obj", source)
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> buffer:
-        return (np.zeros if clear else np.empty)(int(nbytes), np.uint8).view(buffer)
+        """Return `nbytes` new bytes, zeroed if `clear`."""
+        size = _nbytes(nbytes, "MPI.buffer.allocate")
+        return (np.zeros if clear else np.empty)(size, np.uint8).view(buffer)
+
+    @staticmethod
+    def frombuffer(obj: Any, readonly: bool = False) -> buffer:
+        """Return a buffer over the bytes of `obj`, which must be writable unless `readonly`."""
+        try:
+            data = bytes_of(obj, writable=not readonly, call="MPI.buffer.frombuffer")
+        except MPIException as exc:
+            raise BufferError(exc.error_string) from None
+        return _exposing(data, obj, readonly)
+
+    @staticmethod
+    def fromaddress(address: int, nbytes: int, readonly: bool = False) -> buffer:
+        """Return a buffer over `nbytes` bytes at `address` (memory the caller keeps alive)."""
+        size = _nbytes(nbytes, "MPI.buffer.fromaddress")
+        start = operator.index(address)
+        if size and not start:
+            raise ValueError("rma.compat: MPI.buffer.fromaddress: expecting a non-NULL address")
+        data = np.ctypeslib.as_array((ctypes.c_ubyte * size).from_address(start)) if size else np.zeros(0, np.uint8)
+        return _exposing(data, None, readonly)
 
     @property
     def address(self) -> int:
@@ -54,7 +93,7 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
 
     @property
     def obj(self) -> Any:
-        return self.base
+        return self._obj
 
     @property
     def readonly(self) -> bool:
@@ -63,15 +102,103 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
     def __bool__(self) -> bool:
         return self.size > 0  # (as mpi4py's: a buffer is true when it holds bytes)
 
+    def __repr__(self) -> str:
+        return f"<MPI.buffer of {self.size} bytes at {self.address:#x}>"
+
+    __str__ = __repr__
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, slice):
+            return super().__getitem__(_unit_step(item))
+        if _is_index(item):
+            return int(super().__getitem__(operator.index(item)))
+        return super().__getitem__(item)
+
+    def __setitem__(self, item: Any, value: Any) -> None:
+        if not self.flags.writeable:
+            raise TypeError("rma.compat: MPI.buffer: the buffer is read-only")
+        if isinstance(item, slice):
+            target = super().__getitem__(_unit_step(item))
+            if _is_index(value):
+                np.ndarray.fill(target, _byte(value))
+                return
+            data = _bytes_like(value)
+            if data.size != target.size:
+                raise ValueError(f"rma.compat: MPI.buffer: the slice holds {target.size} bytes, the data {data.size}")
+            np.copyto(target.view(np.ndarray), data)
+        elif _is_index(item):
+            super().__setitem__(operator.index(item), _byte(value))
+        else:
+            super().__setitem__(item, value)
+
+    def tobytes(self, order: Any = None) -> bytes:
+        """Return the bytes as a bytes object."""
+        return np.ndarray.tobytes(self)
+
+    def toreadonly(self) -> buffer:
+        """Return a read-only buffer over the same bytes."""
+        view = self.view(buffer)
+        view.flags.writeable = False
+        view._obj = self._obj
+        return view
+
     def release(self) -> None:
         """Nothing to give back early: the memory goes when the last view of it goes."""
 
-    def cast(self, format: str, shape: Any = None) -> memoryview:  # noqa: A002 - memoryview's name
-        view = memoryview(np.asarray(self)).cast("B").cast(format)
-        return view if shape is None else view.cast(format, shape)
+    def cast(self, format: str, shape: Any = ...) -> memoryview:  # noqa: A002 - memoryview's name
+        """Return a memoryview of the bytes as elements of `format` (and `shape`)."""
+        data = memoryview(self.view(np.ndarray)).cast("B")
+        return data.cast(format) if shape is ... or shape is None else data.cast(format, shape)
 
     def __reduce__(self):
         return (bytearray, (self.tobytes(),))
+
+
+def _exposing(data: np.ndarray, obj: Any, readonly: bool = False) -> buffer:
+    made = data.view(buffer)
+    made._obj = obj
+    if readonly:
+        made.flags.writeable = False
+    return made
+
+
+def _is_index(value: Any) -> bool:
+    return hasattr(value, "__index__") and not isinstance(value, np.ndarray)
+
+
+def _nbytes(nbytes: Any, call: str) -> int:
+    size = operator.index(nbytes)
+    if size < 0:
+        raise ValueError(f"rma.compat: {call}: expecting a non-negative size, not {size}")
+    return size
+
+
+def _unit_step(item: slice) -> slice:
+    # mpi4py's buffers are contiguous bytes: a slice with a step would not be.
+    if item.step not in (None, 1):
+        raise IndexError("rma.compat: MPI.buffer: a slice with a step is not supported")
+    return item
+
+
+def _byte(value: Any) -> int:
+    # An int, as mpi4py's (NumPy would take 1.5 as 1); NumPy refuses one out of 0 to 255.
+    return operator.index(value)
+
+
+def _bytes_like(value: Any) -> np.ndarray:
+    # The bytes of any contiguous buffer (bytes, bytearray, array.array, a NumPy array of any
+    # dtype, another MPI.buffer), as mpi4py copies them; not a list, which has no bytes.
+    if not isinstance(value, np.ndarray):
+        try:
+            memoryview(value)
+        except TypeError:
+            raise TypeError(
+                f"rma.compat: MPI.buffer: a bytes-like object is required, not {type(value).__name__}"
+            ) from None
+    try:
+        return bytes_of(value, writable=False, call="MPI.buffer")
+    except MPIException as exc:
+        raise BufferError(exc.error_string) from None
 
 
 memory = buffer  # mpi4py's older name
