@@ -110,10 +110,12 @@ rma::check::PendingMemory& memory() {
 void bytes_of(PyObject* array, Spans& bytes) {
   bytes.clear();
   auto* header = py::detail::array_proxy(array);
-  auto view = py::reinterpret_borrow<py::array>(array);
   auto start = reinterpret_cast<uint64_t>(header->data);
-  auto size = static_cast<uint64_t>(view.size());
-  auto itemsize = static_cast<uint64_t>(view.itemsize());
+  uint64_t size = 1;
+  for (int d = 0; d < header->nd; ++d) size *= static_cast<uint64_t>(header->dimensions[d]);
+  auto itemsize = static_cast<uint64_t>(py::detail::npy_api::get().PyArray_RUNTIME_VERSION_ < 0x12
+                                            ? py::detail::array_descriptor1_proxy(header->descr)->elsize
+                                            : py::detail::array_descriptor2_proxy(header->descr)->elsize);
   if (size == 0) return;
   if (header->flags & (py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_F_CONTIGUOUS_)) {
     bytes.push_back({start, start + size * itemsize});
@@ -121,9 +123,9 @@ void bytes_of(PyObject* array, Spans& bytes) {
   }
   std::vector<std::pair<uint64_t, int64_t>> dims;
   int64_t low = 0, high = 0;
-  for (py::ssize_t d = 0; d < view.ndim(); ++d) {
-    auto count = static_cast<int64_t>(view.shape(d));
-    auto stride = static_cast<int64_t>(view.strides(d));
+  for (int d = 0; d < header->nd; ++d) {
+    auto count = static_cast<int64_t>(header->dimensions[d]);
+    auto stride = static_cast<int64_t>(header->strides[d]);
     dims.emplace_back(count, stride);
     (stride < 0 ? low : high) += (count - 1) * stride;
   }

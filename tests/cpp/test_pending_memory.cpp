@@ -34,7 +34,7 @@ int main() {
   test::run("a read of a pending result names the call and the read", [] {
     PendingMemory memory;
     std::optional<std::string> conflict;
-    memory.add(Spans{{4096, 4104}}, get, true, conflict);
+    memory.add(Spans{{4096, 4104}}, *get, true, conflict);
     CHECK(!conflict);
     CHECK(!memory.touched(Spans{{4088, 4096}}, false, "program.py:9"));  // the bytes before
     CHECK(!memory.touched(Spans{{4104, 4112}}, true, "program.py:9"));   // and after
@@ -51,7 +51,7 @@ int main() {
   test::run("an origin may be read while pending, not changed", [] {
     PendingMemory memory;
     std::optional<std::string> conflict;
-    MemoryId id = memory.add(Spans{{0, 64}}, put, false, conflict);
+    MemoryId id = memory.add(Spans{{0, 64}}, *put, false, conflict);
     CHECK(!memory.touched(Spans{{0, 64}}, false, "program.py:9"));
     auto found = memory.touched(Spans{{8, 16}}, true, "program.py:10");
     CHECK(contains(found, "the origin array of win.put by rank 1 to rank 0") &&
@@ -65,8 +65,8 @@ int main() {
     for (auto [first_result, second_result] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
       PendingMemory memory;
       std::optional<std::string> conflict;
-      memory.add(Spans{{0, 8}, {16, 24}}, first_result ? get : put, first_result, conflict);
-      memory.add(Spans{{20, 28}}, first_result ? put : get, second_result, conflict);
+      memory.add(Spans{{0, 8}, {16, 24}}, *(first_result ? get : put), first_result, conflict);
+      memory.add(Spans{{20, 28}}, *(first_result ? put : get), second_result, conflict);
       CHECK(conflict.has_value() == (first_result || second_result));
       CHECK(!conflict || conflict->starts_with("rma: RMA_CHECK: two calls use the same bytes of one array before "
                                                "the first completed at rank 1: "));
@@ -77,8 +77,8 @@ int main() {
   test::run("one call's origin and result sharing bytes are named as one call's", [] {
     PendingMemory memory;
     std::optional<std::string> conflict;
-    memory.add(Spans{{0, 8}}, get, true, conflict);
-    memory.add(Spans{{4, 12}}, get, false, conflict);
+    memory.add(Spans{{0, 8}}, *get, true, conflict);
+    memory.add(Spans{{4, 12}}, *get, false, conflict);
     CHECK(conflict && conflict->starts_with("rma: RMA_CHECK: the origin and result arrays of win.get by rank 1") &&
           contains(conflict, "give the call two arrays that do not overlap"));
   });
@@ -86,9 +86,9 @@ int main() {
   test::run("overlaps are found past a long span and among many short ones", [] {
     PendingMemory memory;
     std::optional<std::string> conflict;
-    MemoryId long_one = memory.add(Spans{{0, 1 << 20}}, get, true, conflict);
+    MemoryId long_one = memory.add(Spans{{0, 1 << 20}}, *get, true, conflict);
     for (uint64_t i = 0; i < 1000; ++i)
-      memory.add(Spans{{(2 << 20) + 16 * i, (2 << 20) + 16 * i + 8}}, put, false, conflict);
+      memory.add(Spans{{(2 << 20) + 16 * i, (2 << 20) + 16 * i + 8}}, *put, false, conflict);
     CHECK(!conflict);
     CHECK(memory.uses(Spans{{(1 << 20) - 1, 1 << 20}}));  // the long span's last byte
     CHECK(!memory.uses(Spans{{1 << 20, 2 << 20}}));

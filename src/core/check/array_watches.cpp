@@ -24,7 +24,7 @@ std::string changed_message(const ArrayWatch& watch) {
 std::optional<std::string> ArrayWatches::add(ArrayWatch watch) {
   std::optional<std::string> conflict;
   holder_.memory(watch.slot, bytes_);
-  watch.memory = memory_.add(bytes_, watch.access, watch.result, conflict);
+  watch.memory = memory_.add(bytes_, *watch.access, watch.result, conflict);  // (the watch keeps the access)
   watches_.push_back(std::move(watch));
   return conflict;
 }

@@ -61,11 +61,11 @@ void PendingMemory::overlapping(std::span<const Span> bytes, Found&& found) cons
   }
 }
 
-MemoryId PendingMemory::add(std::span<const Span> bytes, AccessRef access, bool result,
+MemoryId PendingMemory::add(std::span<const Span> bytes, const Access& access, bool result,
                             std::optional<std::string>& conflict) {
   overlapping(bytes, [&](MemoryId, const Entry& other) {
     if (!result && !other.result) return false;  // two reads of one origin
-    conflict = two_calls_message(*other.access, other.result, *access, result);
+    conflict = two_calls_message(*other.access, other.result, access, result);
     return true;
   });
   MemoryId id;
@@ -78,7 +78,7 @@ MemoryId PendingMemory::add(std::span<const Span> bytes, AccessRef access, bool 
   }
   Entry& entry = entries_[id];
   entry.bytes.assign(bytes.begin(), bytes.end());
-  entry.access = std::move(access);
+  entry.access = &access;
   entry.result = result;
   entry.reported = false;
   for (const Span& span : bytes) {
@@ -101,7 +101,7 @@ bool PendingMemory::remove(MemoryId id) {
   }
   bool reported = entry.reported;
   entry.bytes.clear();
-  entry.access.reset();
+  entry.access = nullptr;
   free_.push_back(id);
   if (starts_.empty()) longest_ = 0;
   return reported;

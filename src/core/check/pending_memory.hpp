@@ -30,11 +30,11 @@ using MemoryId = uint32_t;
 // checked call and every load of a pending array runs).
 class PendingMemory {
  public:
-  // A call's array, pending from now until remove(): its bytes (addresses), the call's record,
-  // and whether the call fills it (a result) or reads it (an origin). Returns its id; `conflict`
-  // gets the report when it shares bytes with another pending array and one of the two is a
-  // result (the first such pair).
-  MemoryId add(std::span<const Span> bytes, AccessRef access, bool result, std::optional<std::string>& conflict);
+  // A call's array, pending from now until remove(): its bytes (addresses), the call's record
+  // (which its caller keeps until remove), and whether the call fills it (a result) or reads it
+  // (an origin). Returns its id; `conflict` gets the report when it shares bytes with another
+  // pending array and one of the two is a result (the first such pair).
+  MemoryId add(std::span<const Span> bytes, const Access& access, bool result, std::optional<std::string>& conflict);
   // The call completed. Returns whether a touch of its array was reported already (its
   // completion then says nothing more of it).
   bool remove(MemoryId id);
@@ -48,7 +48,7 @@ class PendingMemory {
  private:
   struct Entry {
     Spans bytes;
-    AccessRef access;
+    const Access* access = nullptr;  // null: the entry is free
     bool result = false;
     bool reported = false;
   };
