@@ -437,11 +437,23 @@ RESULTS = {
     ),
     # Before the call completes, the result array shows what it held before the call, as it
     # may through a network: a program that reads it too early sees that here too.
+    "get into a strided view, read before the unlock": (
+        "big = np.zeros(8, np.int64)\nwith win.lock(0):\n    win.get(big[::2], 0, 4)\n    x = big[1] + big[3]\n"
+        "    print(big[2])",
+        "win.get",
+        "was read at <string>:16",
+    ),
     # Safe: reads after the completion, of a view taken before it too, and of the bytes beside.
     "get, read after the flush only": (
         "got = np.zeros(4, np.int64)\nwith win.lock(0):\n    win.get(got, 0, 4)\n    head = got[:2]\n"
         "    win.flush(0)\n    assert got.tolist() == [10] * 4 and head.sum() == 20, got\n"
         "    assert type(got) is np.ndarray and type(head) is np.ndarray, (type(got), type(head))",
+        None,
+        None,
+    ),
+    "get into a strided view, the gaps read before the flush": (
+        "big = np.arange(8)\nwith win.lock_all():\n    win.get(big[::2], 0, 4)\n    x = big[1] + big[7]\n"
+        "    win.flush_all()\n    assert big.tolist() == [10, 1, 10, 3, 10, 5, 10, 7] and type(big) is np.ndarray, big",
         None,
         None,
     ),

@@ -44,18 +44,22 @@ py::object CheckState::stage(const arguments::Operand& result, PyObject* given) 
 
 uint64_t CheckState::record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
                             std::string_view dtype, uint32_t element_bytes, std::span<const rma::check::Span> spans,
-                            PyObject* origin, PyObject* result, PyObject* staged) {
+                            PyObject* origin, PyObject* result, PyObject* staged, bool copied) {
   bool watch_origin = origin != nullptr && elements_of(origin) > 0;  // (an empty one cannot change)
   rma::check::CallSteps::Arrays arrays;
-  if (staged != nullptr && result != nullptr) arrays.result = hold(result, staged);
+  if (result != nullptr && staged != nullptr) {
+    arrays.result = hold(result, staged);
+  } else if (result != nullptr && copied && pending_arrays::watchable(result) && elements_of(result) > 0) {
+    arrays.result = hold(result, nullptr, true);
+  }
   if (watch_origin) arrays.origin = hold(origin, nullptr);
   return steps_.record(target, call, kind, op, dtype, element_bytes, spans, arrays);
 }
 
-ArraySlot CheckState::hold(PyObject* array, PyObject* staged) {
+ArraySlot CheckState::hold(PyObject* array, PyObject* staged, bool copied) {
   Held held{py::reinterpret_borrow<py::object>(array),
-            staged != nullptr ? py::reinterpret_borrow<py::object>(staged) : py::object()};
-  if (staged != nullptr) pending_arrays::watch(array);  // (its reads are seen until release)
+            staged != nullptr ? py::reinterpret_borrow<py::object>(staged) : py::object(), copied};
+  if (staged != nullptr || copied) pending_arrays::watch(array);  // (its reads are seen until release)
   if (free_.empty()) {
     held_.push_back(std::move(held));
     free_.reserve(held_.size());  // (so that release, in a destructor, never allocates)
@@ -67,7 +71,7 @@ ArraySlot CheckState::hold(PyObject* array, PyObject* staged) {
   return slot;
 }
 
-uint64_t CheckState::digest(ArraySlot slot) { return digest_of(held_[slot].array.ptr()); }
+uint64_t CheckState::digest(ArraySlot slot) { return held_[slot].copied ? 0 : digest_of(held_[slot].array.ptr()); }
 
 void CheckState::memory(ArraySlot slot, rma::check::Spans& bytes) {
   pending_arrays::bytes_of(held_[slot].array.ptr(), bytes);
@@ -75,12 +79,13 @@ void CheckState::memory(ArraySlot slot, rma::check::Spans& bytes) {
 
 void CheckState::deliver(ArraySlot slot) {
   const Held& held = held_[slot];
+  if (!held.staged) return;  // (a copied result: the window's own copy fills it)
   std::memcpy(py::detail::array_proxy(held.array.ptr())->data, PyByteArray_AS_STRING(held.staged.ptr()),
               static_cast<size_t>(PyByteArray_GET_SIZE(held.staged.ptr())));
 }
 
 void CheckState::release(ArraySlot slot) {
-  if (held_[slot].staged) pending_arrays::unwatch(held_[slot].array.ptr());
+  if (held_[slot].staged || held_[slot].copied) pending_arrays::unwatch(held_[slot].array.ptr());
   held_[slot] = {};
   free_.push_back(slot);
 }

@@ -40,10 +40,12 @@ class CheckState final : public rma::check::CallHost {
   // caller holds it as long as the call may write into it, whatever the checker does.
   pybind11::object stage(const arguments::Operand& result, PyObject* given);
   // After a data call to target (not PROC_NULL) has returned: CallSteps::record, watching its
-  // origin array (null: none) and its result array filled through `staged` (null: not staged).
+  // origin array (null: none) and its result array filled through `staged`, or (copied: a
+  // strided result, which a contiguous stand-in of the window's fills and the completion copies
+  // into) through a copy of its own; neither: not watched.
   uint64_t record(int target, const std::string& call, rma::check::AccessKind kind, std::string_view op,
                   std::string_view dtype, uint32_t element_bytes, std::span<const rma::check::Span> spans,
-                  PyObject* origin, PyObject* result, PyObject* staged);
+                  PyObject* origin, PyObject* result, PyObject* staged, bool copied);
 
   // ---- what the steps ask of Python (rma::check::CallHost) ----
   uint64_t digest(rma::check::ArraySlot slot) override;
@@ -58,8 +60,11 @@ class CheckState final : public rma::check::CallHost {
   struct Held {
     pybind11::object array;   // the caller's
     pybind11::object staged;  // what the call fills, for a result (a bytearray)
+    // A strided result, filled by the window's own copy at the completion: not compared with a
+    // digest (the copy has changed it by then); its loads and stores are still seen.
+    bool copied = false;
   };
-  rma::check::ArraySlot hold(PyObject* array, PyObject* staged);
+  rma::check::ArraySlot hold(PyObject* array, PyObject* staged, bool copied = false);
 
   std::vector<Held> held_;                   // by slot
   std::vector<rma::check::ArraySlot> free_;  // slots released, for the next holds

@@ -211,7 +211,8 @@ uint64_t checked(WindowObject* self, int rank, const char* call, AccessKind kind
                                                 : std::span<const rma::check::Span>();
   return check->record(rank, call_name(call), kind, op, element, element_bytes, spans,
                        origin != nullptr && arguments::is_array(origin) ? origin : nullptr,
-                       result != nullptr ? result->given : nullptr, result != nullptr ? result->staged.ptr() : nullptr);
+                       result != nullptr ? result->given : nullptr, result != nullptr ? result->staged.ptr() : nullptr,
+                       result != nullptr && result->stand_in());
 }
 
 // A direct call's run: `operand`'s bytes from offset on.
