@@ -137,6 +137,7 @@ def test_mpi4py_one_sided_pattern_over_alloc_mem(comm):
     total = size * (size + 1) // 2
     assert struct.unpack(f"{n}i", mem) == (total,) * n
     assert np.frombuffer(mem, dtype="i").tolist() == [total] * n
+    world.Barrier()  # (every rank has read its memory before the next epoch writes to it)
     # A passive-target epoch on the same memory: every rank adds 100 to element 1 of the next.
     right = (rank + 1) % size
     win.Lock(right, MPI.LOCK_SHARED)
