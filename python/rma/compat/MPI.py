@@ -67,11 +67,17 @@ def Is_thread_main() -> bool:  # noqa: N802
 
 
 def Wtime() -> float:  # noqa: N802
-    return time.perf_counter()
+    """Return seconds on the host's monotonic clock, the same clock in every rank of a host.
+
+    CLOCK_MONOTONIC counts from the host's boot, not from the process's start, so that times the
+    ranks of a host take can be compared (mpiexec's ranks do so); ranks of different hosts
+    count from different boots."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
 def Wtick() -> float:  # noqa: N802
-    return time.get_clock_info("perf_counter").resolution
+    """Return the resolution of Wtime's clock in seconds."""
+    return time.clock_getres(time.CLOCK_MONOTONIC)
 
 
 def Get_version() -> tuple[int, int]:  # noqa: N802
