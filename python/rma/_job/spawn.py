@@ -73,12 +73,15 @@ def rank_environment(
     return env
 
 
-def start_rank(command: Sequence[str], env: dict[str, str], **popen) -> subprocess.Popen:
-    """Start one rank process as the leader of a new process group, with stdin closed.
+def start_rank(
+    command: Sequence[str], env: dict[str, str], stdin: int | None = subprocess.DEVNULL, **popen
+) -> subprocess.Popen:
+    """Start one rank process as the leader of a new process group, reading `stdin` (as
+    subprocess.Popen takes it: /dev/null unless told, None for this process's own).
 
     `popen` holds further arguments of subprocess.Popen (stdout, stderr, pass_fds).
     """
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, start_new_session=True, **popen)
+    return subprocess.Popen(command, env=env, stdin=stdin, start_new_session=True, **popen)
 
 
 def pid_alive(pid: int) -> bool:

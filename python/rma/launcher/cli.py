@@ -11,25 +11,34 @@ from collections.abc import Sequence
 
 from .._job import settings
 from ..errors import BootstrapError
-from .hosts import HostError, is_local, parse_host_list, parse_hostfile, place, store_address_for
+from .hosts import (
+    HostError,
+    is_local,
+    parse_host_list,
+    parse_hostfile,
+    place,
+    refuse_remote_stdin,
+    store_address_for,
+)
 from .info import print_info
 from .job import Job
 from .output import PROG, say
 from .preflight import check_hosts
 from .serve_store import serve_store
 
-__all__ = ["main", "build_parser", "split_argv", "build_command"]
+__all__ = ["main", "build_parser", "split_argv", "build_command", "stdin_ranks"]
 
 # Launcher options that take a value; everything else starting with "-" is a
 # flag.  The command-line splitter below needs to know which is which, to
 # find where the launcher's options end and the program's arguments begin.
 _VALUE_OPTIONS = {
     "-n", "-np", "--np", "--provider", "--timeout", "--store-host", "--store-port", "--host", "--hostfile", "--rsh",
+    "--stdin",
 }  # fmt: skip
 
 _USAGE = (
-    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--mpi4py] [--store-host H] [--store-port P]\n"
-    "              [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
+    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--mpi4py] [--stdin all|none|RANK]\n"
+    "              [--store-host H] [--store-port P] [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
     "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
     "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
     "       rmarun --info [--json]"
@@ -75,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--mpi4py",
         action="store_true",
         help="run an mpi4py program unchanged: `from mpi4py import MPI` in the ranks gives rma.compat.MPI",
+    )
+    parser.add_argument(
+        "--stdin",
+        default="0",
+        metavar="all|none|RANK",
+        help="which ranks read rmarun's standard input, as Open MPI's mpirun --stdin (default 0: rank 0); "
+        "the others read /dev/null. A rank on another host reads it through the remote shell",
+    )
+    parser.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="accepted for mpiexec's command lines, and changes nothing: rmarun starts as many ranks as asked "
+        "whatever this machine's cores (only the slots of --host and --hostfile bound them)",
     )
     parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
     parser.add_argument(
@@ -139,6 +161,20 @@ def build_command(kind: str, program: list[str], python: str | None = None) -> l
     return [target, *args]
 
 
+def stdin_ranks(choice: str, size: int) -> list[int]:
+    """The ranks that --stdin gives rmarun's standard input: `all`, `none` or one rank's number
+    (ValueError, one line for the user, for anything else)."""
+    if choice in ("all", "none"):
+        return list(range(size)) if choice == "all" else []
+    try:
+        rank = int(choice)
+    except ValueError:
+        rank = -1
+    if not 0 <= rank < size:
+        raise ValueError(f"--stdin {choice}: expected all, none or a rank from 0 to {size - 1}")
+    return [rank]
+
+
 def _placement(args: argparse.Namespace) -> list[str] | None:
     """Each rank's host from --host or --hostfile (None: all on this machine); fills in -n (the
     hosts' slots) and --store-host when they were left out. Raises HostError."""
@@ -201,6 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.timeout is not None and not 0 < args.timeout < math.inf:  # (nan is neither)
         say(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
         return 2
+    try:
+        args.stdin_ranks = stdin_ranks(args.stdin, args.n)
+    except ValueError as exc:
+        say(str(exc))
+        return 2
 
     try:
         if args.serve_store:
@@ -221,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 127
         if placement is not None:
             try:
+                refuse_remote_stdin(args.rsh, placement, args.stdin_ranks)
                 check_hosts(args.rsh, list(dict.fromkeys(placement)), command)
             except HostError as exc:
                 say(str(exc))

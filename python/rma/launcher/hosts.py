@@ -20,7 +20,7 @@ from .._job.store_protocol import address_towards
 
 __all__ = [
     "Host", "HostError", "parse_host_list", "parse_hostfile", "place", "is_local", "remote_command",
-    "store_address_for", "rank_python",
+    "store_address_for", "rank_python", "refuse_remote_stdin",
 ]  # fmt: skip
 
 
@@ -125,6 +125,39 @@ def remote_command(
     assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in sorted(carried.items()))
     line = f"cd {shlex.quote(os.getcwd())} && exec env {assignments} {shlex.join(command)}"
     return [*rsh, host, line]
+
+
+# ssh's options that take a value (the next word, or the rest of the word): `ssh -p 22 -n` must
+# not read the 22 as flags.
+_SSH_VALUED = set("BbcDEeFIiJLlmOopQRSWw")
+
+
+def refuse_remote_stdin(rsh: str, placement: list[str], stdin_ranks: list[int]) -> None:
+    """HostError when a rank that --stdin gives rmarun's input runs on another host through an
+    ssh told not to read its input (`-n`, or `-f`, which implies it): the rank would read
+    nothing, without a word. Any other remote shell is trusted to pass its input on, as ssh
+    and rsh do."""
+    words = shlex.split(rsh)
+    if not words or os.path.basename(words[0]) != "ssh":
+        return
+    option = None
+    rest = iter(words[1:])
+    for word in rest:
+        if not word.startswith("-") or word == "-":
+            break  # (the options end at the host's name)
+        for i, letter in enumerate(word[1:], 1):
+            if letter in "nf":
+                option = option or f"-{letter}"
+            if letter in _SSH_VALUED:
+                if i == len(word) - 1:
+                    next(rest, None)
+                break
+    remote = [rank for rank in stdin_ranks if not is_local(placement[rank])]
+    if option and remote:
+        raise HostError(
+            f"--stdin: rank {remote[0]} runs on {placement[remote[0]]} through `{rsh}`, whose {option} gives it "
+            "no input: drop the option from --rsh, or choose --stdin none or a rank of this machine"
+        )
 
 
 def store_address_for(hosts: list[str]) -> str:

@@ -34,6 +34,7 @@ from ..compat import MPI4PY_SHIM
 from .hosts import is_local, rank_python, remote_command
 from .output import PROG, Output, relay, say
 from .signals import SignalForwarder
+from .stdin_relay import StdinRelay, stdin_for
 
 __all__ = ["Job"]
 
@@ -91,6 +92,10 @@ class Job:
         self.stopped_others = False
         # Whether the rank that failed first went silent (its host or link lost) rather than ended.
         self.cause_unreachable = False
+        # The ranks that read rmarun's standard input (--stdin), and the relay that copies it
+        # to each of them when they are several.
+        self.stdin_readers: list[int] = args.stdin_ranks
+        self.stdin_relay = StdinRelay()
 
     def _on_rank_exit(self, rank: int, clean: bool) -> None:
         # (A store thread.) The exit status decides, except for a rank that exits 0 without
@@ -128,7 +133,10 @@ class Job:
             carry = ("PYTHONPATH",) if self.args.mpi4py else ()
             supervised = supervised_command(rank_python(self.command), self.command)
             command = remote_command(shlex.split(self.args.rsh), host, supervised, env, carry)
-        proc = start_rank(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdin = stdin_for(index, self.stdin_readers)
+        proc = start_rank(command, env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if proc.stdin is not None:
+            self.stdin_relay.add(proc.stdin)
         rank = _Rank(index, proc, local)
         prefix = f"[{index}] ".encode() if self.args.tag_output else None
         for target, args in (
@@ -162,6 +170,7 @@ class Job:
                 try:
                     return self._run(server)
                 finally:
+                    self.stdin_relay.stop()
                     # Whatever happened (even an exception in rmarun itself),
                     # leave no process of the job behind.
                     self._signal_all(signal.SIGKILL)
@@ -187,6 +196,8 @@ class Job:
                 self._wait_for_exits(set(r.rank for r in self.ranks))
                 return 127 if isinstance(exc, FileNotFoundError) else 126
             self.ranks.append(rank)
+        if len(self.stdin_readers) > 1:
+            self.stdin_relay.start()
 
         running = set(range(self.size))
         # The first rank to fail on its own (non-zero exit before any stop by rmarun): it
