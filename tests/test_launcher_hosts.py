@@ -67,6 +67,27 @@ def test_ranks_run_on_their_hosts_and_meet(bed, size):
     assert {row[4] for row in rows} == {"mixed" if size > 2 else "shared-memory"}
 
 
+STDIN_READER = """
+import socket, sys, rma
+comm = rma.init()
+line = input() if comm.rank == int(sys.argv[1]) else None
+print(comm.rank, socket.gethostname(), line, flush=True)
+"""
+
+
+@pytest.mark.parametrize("reader", [0, 1])
+def test_standard_input_reaches_the_chosen_rank_on_its_host(bed, reader):
+    # --stdin RANK (issue 40): rank 1 lives on the second host and reads through the remote shell.
+    h0, h1 = (host.name for host in bed.hosts)
+    options = ["--rsh", RSH, "--store-host", bed.switch_address, "--host", f"{h0}:1,{h1}:1", "-n", "2"]
+    command = [*RMARUN, *options, "--stdin", str(reader), "-c", STDIN_READER, str(reader)]
+    env = dict(os.environ, **bed.rsh_environment())
+    result = subprocess.run(command, input="hello\n", capture_output=True, text=True, timeout=WAIT, env=env)
+    assert result.returncode == 0, result.stderr
+    rows = sorted(line.split() for line in result.stdout.splitlines())
+    assert rows == [[str(rank), host, "hello" if rank == reader else "None"] for rank, host in enumerate((h0, h1))]
+
+
 def test_hostfile_gives_the_slots_and_the_number_of_ranks(bed, tmp_path):
     h0, h1 = (host.name for host in bed.hosts)
     hostfile = tmp_path / "hosts"
