@@ -15,19 +15,21 @@ from typing import Any
 import rma as _rma
 
 from .._job import join as _join
+from .collectives import *  # noqa: F403 - its __all__
 from .comm import COMM_NULL, COMM_SELF, COMM_WORLD, Comm, Intracomm
 from .constants import *  # noqa: F403 - MPI's integer constants, all of them public
 from .datatypes import *  # noqa: F403 - the predefined datatypes, all of them public
 from .datatypes import Datatype
-from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
+from .errhandler import *  # noqa: F403 - its __all__
 from .errors import *  # noqa: F403 - the error classes
 from .errors import Exception  # noqa: A004 - mpi4py's name
-from .group import GROUP_EMPTY, GROUP_NULL, Group
-from .info import INFO_ENV, INFO_NULL, Info
+from .group import *  # noqa: F403 - its __all__
+from .info import *  # noqa: F403 - its __all__
 from .memory import BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory
 from .not_covered import NotCoveredError
-from .ops import BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, NO_OP, OP_NULL, PROD, REPLACE, SUM, Op
-from .requests import REQUEST_NULL, Request, Status
+from .ops import *  # noqa: F403 - its __all__
+from .point_to_point import *  # noqa: F403 - its __all__
+from .requests import *  # noqa: F403 - its __all__
 from .win import WIN_NULL, Win
 
 Intracomm = Intracomm
@@ -114,7 +116,5 @@ def __getattr__(name: str) -> Any:
     raise NotCoveredError(f"rma.compat: MPI.{name} is not covered by rma's mpi4py facade (see the porting guide)")
 
 
-_ = (Datatype, Errhandler, ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, GROUP_EMPTY, GROUP_NULL)
-_ = (INFO_ENV, INFO_NULL, Info, BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory, Group, COMM_NULL)
-_ = (BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, NO_OP, OP_NULL, PROD, REPLACE, SUM, Op, REQUEST_NULL)
-_ = (Request, Status, WIN_NULL, Win, COMM_SELF, COMM_WORLD)
+_ = (Datatype, BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory, COMM_NULL, WIN_NULL, Win, COMM_SELF)
+_ = (COMM_WORLD,)

@@ -1,32 +1,30 @@
-"""MPI.Comm and MPI.Intracomm of the mpi4py facade, over rma.Comm: COMM_WORLD, COMM_SELF, the
-lowercase object calls, Barrier, Split, Split_type, Dup, Get_group, Free."""
+"""MPI.Comm and MPI.Intracomm of the mpi4py facade, over rma.Comm: COMM_WORLD, COMM_SELF, what a
+communicator is (rank, size, group, name, comparison, attributes) and making and freeing
+communicators (Dup, Split, Split_type, Free). Its messages are point_to_point.py's calls, its
+collectives collectives.py's."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-import numpy as np
-
 import rma as _rma
 
 from .._job import join as _join
-from .buffers import origin_elements, result_elements
-from .constants import ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
+from .collectives import Collectives
+from .constants import COMM_TYPE_SHARED, CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_COMM, TRANSLATED, as_mpi, translated
+from .errors import ERR_ARG, ERR_COMM, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import Info
-from .memory import IN_PLACE
 from .not_covered import refuse
-from .ops import SUM, Op
-from .requests import Request, Status
+from .point_to_point import PointToPoint
 
 __all__ = ["Comm", "Intracomm", "COMM_NULL", "COMM_WORLD", "COMM_SELF"]
 
 
-class Comm:
+class Comm(PointToPoint, Collectives):
     """A communicator (MPI_Comm): the ranks a call involves and the context its messages use."""
 
     def __init__(self, comm: Comm | None = None) -> None:
@@ -153,111 +151,6 @@ class Comm:
         """End this process at once with `errorcode`; the launcher stops the others (rmarun does)."""
         os._exit(errorcode if 0 < errorcode < 256 else 1)
 
-    # ---- object calls (pickled Python objects) ----
-
-    def Barrier(self) -> None:  # noqa: N802
-        try:
-            self._base.barrier()
-        except TRANSLATED as exc:  # (in place, not through `translated`: a barrier is called in loops)
-            raise as_mpi(exc) from None
-
-    barrier = Barrier
-
-    @translated
-    def bcast(self, obj: Any = None, root: int = 0) -> Any:
-        return self._base.bcast(obj, root)
-
-    @translated
-    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        return self._base.gather(sendobj, root)
-
-    @translated
-    def allgather(self, sendobj: Any) -> list[Any]:
-        return self._base.allgather(sendobj)
-
-    @translated
-    def scatter(self, sendobj: Any = None, root: int = 0) -> Any:
-        return self._base.scatter(sendobj, root)
-
-    @translated
-    def alltoall(self, sendobj: Any) -> list[Any]:
-        return self._base.alltoall(sendobj)
-
-    @translated
-    def reduce(self, sendobj: Any, op: Op | Any = SUM, root: int = 0) -> Any:
-        return self._base.reduce(sendobj, _combine(op), root)
-
-    @translated
-    def allreduce(self, sendobj: Any, op: Op | Any = SUM) -> Any:
-        return self._base.allreduce(sendobj, _combine(op))
-
-    @translated
-    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._base.send(obj, dest, tag)
-
-    ssend = send
-
-    @translated
-    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
-        own = _rma.Status()
-        obj = self._base.recv(source, tag, own)
-        if status is not None:
-            status._fill(own.source, own.tag)
-        return obj
-
-    @translated
-    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        request = Request._of(self._base.isend(obj, dest, tag), message=True)
-        return request
-
-    issend = isend
-
-    @translated
-    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        return Request._of(self._base.irecv(source, tag), message=True)
-
-    @translated
-    def sendrecv(
-        self,
-        sendobj: Any,
-        dest: int,
-        sendtag: int = 0,
-        recvbuf: Any = None,
-        source: int = ANY_SOURCE,
-        recvtag: int = ANY_TAG,
-        status: Status | None = None,
-    ) -> Any:
-        own = _rma.Status()
-        obj = self._base.sendrecv(sendobj, dest, sendtag, source=source, recvtag=recvtag, status=own)
-        if status is not None:
-            status._fill(own.source, own.tag)
-        return obj
-
-    # ---- buffer calls that rma has (NumPy arrays in place) ----
-
-    @translated
-    def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
-        data = result_elements(buf, "Comm.Bcast")
-        self._base.Bcast(data, root)
-
-    @translated
-    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
-        result = result_elements(recvbuf, "Comm.Allreduce")
-        data = (
-            result.copy() if sendbuf is IN_PLACE else np.ascontiguousarray(origin_elements(sendbuf, "Comm.Allreduce"))
-        )
-        self._base.Allreduce(data, result, op._window_op("Allreduce"))
-
-    @translated
-    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
-        mine = self._base.rank == root
-        if sendbuf is IN_PLACE:
-            data = result_elements(recvbuf, "Comm.Reduce").copy()
-        else:
-            data = np.ascontiguousarray(origin_elements(sendbuf, "Comm.Reduce"))
-        result = result_elements(recvbuf, "Comm.Reduce") if mine else None
-        self._base.Reduce(data, result, op._window_op("Reduce"), root)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Comm):
             return NotImplemented
@@ -282,25 +175,12 @@ class Intracomm(Comm):
     """A communicator within one group of ranks (MPI's intracommunicator)."""
 
 
-def _combine(op: Any) -> Any:
-    """An MPI.Op as the function of two objects that rma's object reductions take."""
-    if isinstance(op, Op):
-        return op.__call__
-    return op
-
-
-# mpi4py's communicator calls that rma has no counterpart for (yet).
+# mpi4py's communicator calls that rma has no counterpart for (yet); point_to_point.py and
+# collectives.py list those of their kind.
 refuse(
     Comm,
     """
-    Send Recv Isend Irecv Ssend Bsend Rsend Issend Ibsend Irsend Sendrecv Sendrecv_replace
-    Send_init Recv_init Bsend_init Ssend_init Rsend_init Psend_init Precv_init
-    Probe Iprobe Mprobe Improbe probe iprobe mprobe improbe bsend ibsend
-    Gather Gatherv Scatter Scatterv Allgather Allgatherv Alltoall Alltoallv Alltoallw
-    Reduce_scatter Reduce_scatter_block Scan Exscan scan exscan
-    Ibarrier Ibcast Igather Igatherv Iscatter Iscatterv Iallgather Iallgatherv Ialltoall Ialltoallv
-    Ialltoallw Ireduce Iallreduce Ireduce_scatter Ireduce_scatter_block Iscan Iexscan
-    ibarrier Idup Dup_with_info Create Create_group Create_from_group Create_cart Create_graph
+    Idup Dup_with_info Create Create_group Create_from_group Create_cart Create_graph
     Create_dist_graph Create_dist_graph_adjacent Create_intercomm Split_type_guided
     Spawn Spawn_multiple Get_parent Disconnect Join Accept Connect Get_topology
     Set_attr Delete_attr Create_keyval Free_keyval Call_errhandler Create_errhandler Get_failed Ack_failed

@@ -26,9 +26,10 @@ class _Refused:
         )
 
 
-def refuse(cls: type, names: str) -> None:
-    """Make each of the whitespace-separated mpi4py `names` of `cls` raise NotCoveredError."""
+def refuse(cls: type, names: str, owner: str | None = None) -> None:
+    """Make each of the whitespace-separated mpi4py `names` of `cls` raise NotCoveredError, naming
+    them `owner`.name (the class the user sees: "Comm" for the mixins MPI.Comm inherits)."""
     for name in names.split():
         if name in cls.__dict__:
             raise AssertionError(f"{cls.__name__}.{name} is covered: it must not be listed as refused")
-        setattr(cls, name, _Refused(cls.__name__, name))
+        setattr(cls, name, _Refused(owner or cls.__name__, name))

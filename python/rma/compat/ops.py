@@ -12,7 +12,24 @@ import rma as _rma
 from .errors import ERR_OP
 from .errors import Exception as MPIException
 
-__all__ = ["Op"]
+__all__ = [
+    "Op",
+    "OP_NULL",
+    "MAX",
+    "MIN",
+    "SUM",
+    "PROD",
+    "LAND",
+    "BAND",
+    "LOR",
+    "BOR",
+    "LXOR",
+    "BXOR",
+    "MAXLOC",
+    "MINLOC",
+    "REPLACE",
+    "NO_OP",
+]
 
 
 class Op:
