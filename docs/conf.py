@@ -1,6 +1,9 @@
 """Sphinx configuration of rma's documentation (built by ./dev.sh docs, warnings as errors)."""
 
+from pathlib import Path
+
 import rma
+from rma.compat import coverage
 
 project = "rma"
 author = "the rma developers"
@@ -20,6 +23,12 @@ suppress_warnings = ["myst.header"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_generated"]  # (_generated: parts that pages include)
 html_theme = "alabaster"
 html_title = f"rma {release}"
+
+# The porting guide's table of mpi4py's names, made from the facade's code at each build so that
+# it cannot drift (rma.compat.coverage; docs/porting.md includes it).
+_generated = Path(__file__).parent / "_generated"
+_generated.mkdir(exist_ok=True)
+(_generated / "mpi4py_coverage.md").write_text(coverage.table())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["NotCoveredError", "refuse"]
+__all__ = ["NotCoveredError", "refuse", "refused_names"]
 
 
 class NotCoveredError(NotImplementedError, AttributeError):
@@ -33,3 +33,8 @@ def refuse(cls: type, names: str, owner: str | None = None) -> None:
         if name in cls.__dict__:
             raise AssertionError(f"{cls.__name__}.{name} is covered: it must not be listed as refused")
         setattr(cls, name, _Refused(owner or cls.__name__, name))
+
+
+def refused_names(cls: type) -> set[str]:
+    """The names `refuse` made raise on `cls` or a class it inherits from."""
+    return {name for klass in cls.__mro__ for name, value in vars(klass).items() if isinstance(value, _Refused)}
