@@ -1,21 +1,39 @@
 """Collective calls of the mpi4py facade's communicators: the object collectives (bcast,
-gather, reduce...) and the buffer collectives over rma.Comm's. MPI.Comm inherits them (comm.py)."""
+gather, reduce, scan...), the buffer collectives with mpi4py's buffer specifications
+(vector_specs.py), and their nonblocking forms. MPI.Comm inherits them (comm.py).
+
+Each buffer collective is made in two steps: the call parses and checks its buffers (errors
+at the call, naming it and the rank) and returns `run`, the communication, over rma.Comm's
+byte collectives (bcast, gather, allgather, scatter, alltoall) and its compiled array
+reductions (Allreduce, Reduce) where the op and element type allow (reductions.fast_op);
+otherwise every rank's contribution is gathered and folded in rank order in NumPy. A blocking
+call runs `run` at once, after the communicator's started nonblocking collectives; an I-call
+queues it in the communicator's worker (collective_worker.py) and returns an MPI.Request.
+"""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import rma as _rma
 
-from .buffers import origin_elements, result_elements
-from .errors import TRANSLATED, as_mpi, translated
+from . import collective_worker
+from .errors import ERR_OP, ERR_ROOT, ERR_TRUNCATE, TRANSLATED, ArgumentError, as_mpi, translated
+from .errors import Exception as MPIException
 from .memory import IN_PLACE
 from .not_covered import refuse
 from .ops import SUM, Op
+from .reductions import fast_op, fold
+from .requests import Request
+from .vector_specs import Part, Spec, message, part_at, vector, vector_w
 
 __all__: list[str] = []
+
+Run = Callable[[], Any]
 
 
 class Collectives:
@@ -26,85 +44,533 @@ class Collectives:
         @property
         def _base(self) -> _rma.Comm: ...
 
+    # ---- how a collective runs: now (after the started ones), or started in the worker ----
+
+    def _now(self, run: Run) -> Any:
+        collective_worker.drain(self._base)
+        return run()
+
+    def _start(self, run: Run, call: str) -> Request:
+        return Request._of(collective_worker.start(self._base, run, call), message=False)
+
     # ---- object calls (pickled Python objects) ----
 
     def Barrier(self) -> None:  # noqa: N802
+        base = self._base
         try:
-            self._base.barrier()
+            collective_worker.drain(base)
+            base.barrier()
         except TRANSLATED as exc:  # (in place, not through `translated`: a barrier is called in loops)
             raise as_mpi(exc) from None
 
     barrier = Barrier
 
     @translated
+    def Ibarrier(self) -> Request:  # noqa: N802
+        return self._start(self._base.barrier, "Comm.Ibarrier")
+
+    ibarrier = Ibarrier
+
+    @translated
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
-        return self._base.bcast(obj, root)
+        base = self._base
+        root = _root(root, base, "Comm.bcast")
+        return self._now(lambda: base.bcast(obj, root))
 
     @translated
     def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        return self._base.gather(sendobj, root)
+        base = self._base
+        root = _root(root, base, "Comm.gather")
+        return self._now(lambda: base.gather(sendobj, root))
 
     @translated
     def allgather(self, sendobj: Any) -> list[Any]:
-        return self._base.allgather(sendobj)
+        base = self._base
+        return self._now(lambda: base.allgather(sendobj))
 
     @translated
     def scatter(self, sendobj: Any = None, root: int = 0) -> Any:
-        return self._base.scatter(sendobj, root)
+        base = self._base
+        root = _root(root, base, "Comm.scatter")
+        return self._now(lambda: base.scatter(sendobj, root))
 
     @translated
     def alltoall(self, sendobj: Any) -> list[Any]:
-        return self._base.alltoall(sendobj)
+        base = self._base
+        return self._now(lambda: base.alltoall(sendobj))
 
     @translated
     def reduce(self, sendobj: Any, op: Op | Any = SUM, root: int = 0) -> Any:
-        return self._base.reduce(sendobj, _combine(op), root)
+        base = self._base
+        root = _root(root, base, "Comm.reduce")
+        combine = _combine(op)
+
+        def run() -> Any:
+            items = base.gather(sendobj, root)
+            return _fold_objects(combine, items) if items is not None else None
+
+        return self._now(run)
 
     @translated
     def allreduce(self, sendobj: Any, op: Op | Any = SUM) -> Any:
-        return self._base.allreduce(sendobj, _combine(op))
+        base, combine = self._base, _combine(op)
+        return self._now(lambda: _fold_objects(combine, base.allgather(sendobj)))
 
-    # ---- buffer calls that rma has (NumPy arrays in place) ----
+    @translated
+    def scan(self, sendobj: Any, op: Op | Any = SUM) -> Any:
+        base, combine = self._base, _combine(op)
+        return self._now(lambda: _fold_objects(combine, base.allgather(sendobj)[: base.rank + 1]))
+
+    @translated
+    def exscan(self, sendobj: Any, op: Op | Any = SUM) -> Any:
+        base, combine = self._base, _combine(op)
+        items = self._now(lambda: base.allgather(sendobj))
+        return _fold_objects(combine, items[: base.rank]) if base.rank > 0 else None
+
+    # ---- buffer calls ----
 
     @translated
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
-        data = result_elements(buf, "Comm.Bcast")
-        self._base.Bcast(data, root)
+        self._now(self._bcast(buf, root, "Comm.Bcast"))
 
     @translated
-    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
-        result = result_elements(recvbuf, "Comm.Allreduce")
-        data = (
-            result.copy() if sendbuf is IN_PLACE else np.ascontiguousarray(origin_elements(sendbuf, "Comm.Allreduce"))
-        )
-        self._base.Allreduce(data, result, op._window_op("Allreduce"))
+    def Ibcast(self, buf: Any, root: int = 0) -> Request:  # noqa: N802
+        return self._start(self._bcast(buf, root, "Comm.Ibcast"), "Comm.Ibcast")
+
+    def _bcast(self, buf: Any, root: int, call: str) -> Run:
+        base = self._base
+        root, rank = _root(root, base, call), base.rank
+        part = message(buf, writable=rank != root, call=call, rank=rank).part(0, call, rank)
+
+        def run() -> None:
+            data = part.read().tobytes() if rank == root else b""
+            received = base._core.bcast(data, root, call)
+            if rank != root:
+                _store(part, received, call, rank, root)
+
+        return run
+
+    @translated
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
+        self._now(self._gather(sendbuf, recvbuf, root, "Comm.Gather", vector_recv=False))
+
+    @translated
+    def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:  # noqa: N802
+        return self._start(self._gather(sendbuf, recvbuf, root, "Comm.Igather", vector_recv=False), "Comm.Igather")
+
+    @translated
+    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
+        self._now(self._gather(sendbuf, recvbuf, root, "Comm.Gatherv", vector_recv=True))
+
+    @translated
+    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:  # noqa: N802
+        return self._start(self._gather(sendbuf, recvbuf, root, "Comm.Igatherv", vector_recv=True), "Comm.Igatherv")
+
+    def _gather(self, sendbuf: Any, recvbuf: Any, root: int, call: str, *, vector_recv: bool) -> Run:
+        base = self._base
+        root, rank, size = _root(root, base, call), base.rank, base.size
+        receives = None
+        if rank == root:
+            parse = vector if vector_recv else message
+            spec = parse(recvbuf, writable=True, call=call, rank=rank, blocks=size)
+            receives = [spec.part(i, call, rank) for i in range(size)]
+        own = _own_part(sendbuf, receives[rank] if receives else None, call, rank)
+
+        def run() -> None:
+            items = base._core.gather(own.read().tobytes(), root, call)
+            if receives is not None:
+                for source, (part, item) in enumerate(zip(receives, items, strict=True)):
+                    if part is not own:
+                        _store(part, item, call, rank, source)
+
+        return run
+
+    @translated
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
+        self._now(self._scatter(sendbuf, recvbuf, root, "Comm.Scatter", vector_send=False))
+
+    @translated
+    def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:  # noqa: N802
+        return self._start(self._scatter(sendbuf, recvbuf, root, "Comm.Iscatter", vector_send=False), "Comm.Iscatter")
+
+    @translated
+    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:  # noqa: N802
+        self._now(self._scatter(sendbuf, recvbuf, root, "Comm.Scatterv", vector_send=True))
+
+    @translated
+    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:  # noqa: N802
+        run = self._scatter(sendbuf, recvbuf, root, "Comm.Iscatterv", vector_send=True)
+        return self._start(run, "Comm.Iscatterv")
+
+    def _scatter(self, sendbuf: Any, recvbuf: Any, root: int, call: str, *, vector_send: bool) -> Run:
+        base = self._base
+        root, rank, size = _root(root, base, call), base.rank, base.size
+        sends = None
+        if rank == root:
+            parse = vector if vector_send else message
+            spec = parse(sendbuf, writable=False, call=call, rank=rank, blocks=size)
+            sends = [spec.part(i, call, rank) for i in range(size)]
+        if rank == root and _in_place(recvbuf):
+            receive = None  # (root's own block stays where it is)
+        else:
+            receive = message(recvbuf, writable=True, call=call, rank=rank).part(0, call, rank)
+
+        def run() -> None:
+            items = [part.read().tobytes() for part in sends] if sends is not None else None
+            received = base._core.scatter(items, root)
+            if receive is not None:
+                _store(receive, received, call, rank, root)
+
+        return run
+
+    @translated
+    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self._now(self._allgather(sendbuf, recvbuf, "Comm.Allgather", vector_recv=False))
+
+    @translated
+    def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:  # noqa: N802
+        return self._start(self._allgather(sendbuf, recvbuf, "Comm.Iallgather", vector_recv=False), "Comm.Iallgather")
+
+    @translated
+    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self._now(self._allgather(sendbuf, recvbuf, "Comm.Allgatherv", vector_recv=True))
+
+    @translated
+    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:  # noqa: N802
+        run = self._allgather(sendbuf, recvbuf, "Comm.Iallgatherv", vector_recv=True)
+        return self._start(run, "Comm.Iallgatherv")
+
+    def _allgather(self, sendbuf: Any, recvbuf: Any, call: str, *, vector_recv: bool) -> Run:
+        base = self._base
+        rank, size = base.rank, base.size
+        parse = vector if vector_recv else message
+        spec = parse(recvbuf, writable=True, call=call, rank=rank, blocks=size)
+        receives = [spec.part(i, call, rank) for i in range(size)]
+        own = _own_part(sendbuf, receives[rank], call, rank)
+
+        def run() -> None:
+            items = base._core.allgather(own.read().tobytes(), call)
+            for source, (part, item) in enumerate(zip(receives, items, strict=True)):
+                if part is not own:
+                    _store(part, item, call, rank, source)
+
+        return run
+
+    @translated
+    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self._now(self._alltoall(sendbuf, recvbuf, "Comm.Alltoall", form=message))
+
+    @translated
+    def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:  # noqa: N802
+        return self._start(self._alltoall(sendbuf, recvbuf, "Comm.Ialltoall", form=message), "Comm.Ialltoall")
+
+    @translated
+    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self._now(self._alltoall(sendbuf, recvbuf, "Comm.Alltoallv", form=vector))
+
+    @translated
+    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:  # noqa: N802
+        return self._start(self._alltoall(sendbuf, recvbuf, "Comm.Ialltoallv", form=vector), "Comm.Ialltoallv")
+
+    @translated
+    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:  # noqa: N802
+        self._now(self._alltoall(sendbuf, recvbuf, "Comm.Alltoallw", form=vector_w))
+
+    @translated
+    def Ialltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:  # noqa: N802
+        return self._start(self._alltoall(sendbuf, recvbuf, "Comm.Ialltoallw", form=vector_w), "Comm.Ialltoallw")
+
+    def _alltoall(self, sendbuf: Any, recvbuf: Any, call: str, *, form: Callable[..., Any]) -> Run:
+        base = self._base
+        rank, size = base.rank, base.size
+        receives = _parts(form(recvbuf, writable=True, call=call, rank=rank, blocks=size), size, call, rank)
+        if _in_place(sendbuf):
+            sends = receives  # (each block is read before any is written)
+        else:
+            sends = _parts(form(sendbuf, writable=False, call=call, rank=rank, blocks=size), size, call, rank)
+
+        def run() -> None:
+            items = base._core.alltoall([part.read().tobytes() for part in sends])
+            for source, (part, item) in enumerate(zip(receives, items, strict=True)):
+                _store(part, item, call, rank, source)
+
+        return run
+
+    # ---- reductions ----
 
     @translated
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:  # noqa: N802
-        mine = self._base.rank == root
-        if sendbuf is IN_PLACE:
-            data = result_elements(recvbuf, "Comm.Reduce").copy()
+        self._now(self._reduce(sendbuf, recvbuf, op, root, "Comm.Reduce"))
+
+    @translated
+    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:  # noqa: N802
+        return self._start(self._reduce(sendbuf, recvbuf, op, root, "Comm.Ireduce"), "Comm.Ireduce")
+
+    def _reduce(self, sendbuf: Any, recvbuf: Any, op: Op, root: int, call: str) -> Run:
+        base = self._base
+        root, rank = _root(root, base, call), base.rank
+        op = _op(op, call)
+        result = None
+        if rank == root:
+            result = message(recvbuf, writable=True, call=call, rank=rank).part(0, call, rank)
+        send = _own_part(sendbuf, result, call, rank)
+        _same_count(send, result, call, rank)
+
+        def run() -> None:
+            data = send.read()
+            fast = fast_op(op, data.dtype)
+            if fast is not None and data.size:
+                out = np.empty_like(data) if result is not None else None
+                base.Reduce(data, out, fast, root)
+            else:
+                items = base._core.gather(data.tobytes(), root, call)
+                out = fold(op, _arrays(items, data, call, rank), send.datatype, call) if result is not None else None
+            if result is not None:
+                result.write(out)
+
+        return run
+
+    @translated
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        self._now(self._allreduce(sendbuf, recvbuf, op, "Comm.Allreduce"))
+
+    @translated
+    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:  # noqa: N802
+        return self._start(self._allreduce(sendbuf, recvbuf, op, "Comm.Iallreduce"), "Comm.Iallreduce")
+
+    def _allreduce(self, sendbuf: Any, recvbuf: Any, op: Op, call: str) -> Run:
+        base = self._base
+        rank, op = base.rank, _op(op, call)
+        result = message(recvbuf, writable=True, call=call, rank=rank).part(0, call, rank)
+        send = _own_part(sendbuf, result, call, rank)
+        _same_count(send, result, call, rank)
+        return lambda: result.write(_allreduced(base, send.read(), op, send, call))
+
+    @translated
+    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        self._now(self._reduce_scatter(sendbuf, recvbuf, None, op, "Comm.Reduce_scatter_block", block=True))
+
+    @translated
+    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:  # noqa: N802
+        call = "Comm.Ireduce_scatter_block"
+        return self._start(self._reduce_scatter(sendbuf, recvbuf, None, op, call, block=True), call)
+
+    @translated
+    def Reduce_scatter(  # noqa: N802
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Any = None, op: Op = SUM
+    ) -> None:
+        self._now(self._reduce_scatter(sendbuf, recvbuf, recvcounts, op, "Comm.Reduce_scatter", block=False))
+
+    @translated
+    def Ireduce_scatter(  # noqa: N802
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Any = None, op: Op = SUM
+    ) -> Request:
+        call = "Comm.Ireduce_scatter"
+        return self._start(self._reduce_scatter(sendbuf, recvbuf, recvcounts, op, call, block=False), call)
+
+    def _reduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Op, call: str, *, block: bool) -> Run:
+        """Every rank's elements reduced, and rank i keeps block i (recvcounts[i] elements, or
+        the same count for each rank in the block form). In place, the data is the receive
+        buffer and the result goes to its start."""
+        base = self._base
+        rank, size, op = base.rank, base.size, _op(op, call)
+        in_place = _in_place(sendbuf)
+        if block:
+            spec = message(recvbuf, writable=True, call=call, rank=rank, blocks=size if in_place else 1)
+            counts = [spec.counts[0]] * size
         else:
-            data = np.ascontiguousarray(origin_elements(sendbuf, "Comm.Reduce"))
-        result = result_elements(recvbuf, "Comm.Reduce") if mine else None
-        self._base.Reduce(data, result, op._window_op("Reduce"), root)
+            spec = message(recvbuf, writable=True, call=call, rank=rank)
+            counts = None if recvcounts is None else [_count(c, call, rank) for c in recvcounts]
+            if counts is None and in_place:
+                raise ArgumentError(f"rma.compat: {call}: in place, recvcounts must be given")
+            if counts is not None and len(counts) != size:
+                raise ArgumentError(f"rma.compat: {call}: rank {rank} gave {len(counts)} counts for {size} ranks")
+        if in_place:
+            data_part = _whole(spec, call, rank)
+        else:
+            send = message(sendbuf, writable=False, call=call, rank=rank)
+            if send.datatype != spec.datatype:
+                raise ArgumentError(f"rma.compat: {call}: mismatch in send and receive MPI datatypes")
+            data_part = send.part(0, call, rank)
+
+        def run() -> None:
+            every = counts if counts is not None else base.allgather(spec.counts[0])
+            if not in_place and (data_part.count != sum(every) or spec.counts[0] != every[rank]):
+                raise ArgumentError(
+                    f"rma.compat: {call}: rank {rank} sends {data_part.count} entries and receives "
+                    f"{spec.counts[0]}; the counts are {every}"
+                )
+            reduced = _allreduced(base, data_part.read(), op, data_part, call)
+            per_entry = reduced.size // max(sum(every), 1)
+            start = sum(every[:rank]) * per_entry
+            mine = reduced[start : start + every[rank] * per_entry]
+            _first(spec, every[rank], call, rank).write(mine)
+
+        return run
+
+    @translated
+    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        self._now(self._scan(sendbuf, recvbuf, op, "Comm.Scan", exclusive=False))
+
+    @translated
+    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:  # noqa: N802
+        return self._start(self._scan(sendbuf, recvbuf, op, "Comm.Iscan", exclusive=False), "Comm.Iscan")
+
+    @translated
+    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        self._now(self._scan(sendbuf, recvbuf, op, "Comm.Exscan", exclusive=True))
+
+    @translated
+    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:  # noqa: N802
+        return self._start(self._scan(sendbuf, recvbuf, op, "Comm.Iexscan", exclusive=True), "Comm.Iexscan")
+
+    def _scan(self, sendbuf: Any, recvbuf: Any, op: Op, call: str, *, exclusive: bool) -> Run:
+        """Rank r gets ranks 0..r's elements combined in rank order (Exscan: 0..r-1; rank 0's
+        result is left as it was, undefined in MPI)."""
+        base = self._base
+        rank, op = base.rank, _op(op, call)
+        result = message(recvbuf, writable=True, call=call, rank=rank).part(0, call, rank)
+        send = _own_part(sendbuf, result, call, rank)
+        _same_count(send, result, call, rank)
+
+        def run() -> None:
+            data = send.read()
+            parts = _arrays(base._core.allgather(data.tobytes(), call), data, call, rank)
+            upto = rank if exclusive else rank + 1
+            if upto:
+                result.write(fold(op, parts[:upto], send.datatype, call))
+
+        return run
 
 
-def _combine(op: Any) -> Any:
-    """An MPI.Op as the function of two objects that rma's object reductions take."""
-    if isinstance(op, Op):
-        return op.__call__
+# ---- helpers ----
+
+
+def _root(root: Any, base: _rma.Comm, call: str) -> int:
+    """`root` as a rank of the communicator, or MPI.Exception ERR_ROOT naming the call."""
+    try:
+        number = operator.index(root)
+    except TypeError:
+        raise TypeError(f"rma.compat: {call}: root must be an integer, not {type(root).__name__}") from None
+    if not 0 <= number < base.size:
+        raise MPIException(
+            ERR_ROOT, f"rma.compat: {call}: root {number} is not a rank of the communicator of {base.size}"
+        )
+    return number
+
+
+def _in_place(spec: Any) -> bool:
+    """mpi4py's rule: MPI.IN_PLACE or None as a send buffer means in place."""
+    return spec is None or spec is IN_PLACE
+
+
+def _own_part(sendbuf: Any, in_place: Part | None, call: str, rank: int) -> Part:
+    """The elements this rank contributes: its send buffer's, or in place its receive part's."""
+    if _in_place(sendbuf):
+        if in_place is None:
+            raise ArgumentError(f"rma.compat: {call}: rank {rank} passed MPI.IN_PLACE where MPI allows it on root only")
+        return in_place
+    return message(sendbuf, writable=False, call=call, rank=rank).part(0, call, rank)
+
+
+def _parts(made: Spec | list[Part], size: int, call: str, rank: int) -> list[Part]:
+    return made if isinstance(made, list) else [made.part(i, call, rank) for i in range(size)]
+
+
+def _whole(spec: Spec, call: str, rank: int) -> Part:
+    """All the entries of a (possibly blocked) specification, as one Part."""
+    return part_at(spec.raw, spec.datatype, sum(spec.counts), spec.displs[0] * spec.datatype.extent, call, rank)
+
+
+def _first(spec: Spec, count: int, call: str, rank: int) -> Part:
+    """The first `count` entries of a specification."""
+    return part_at(spec.raw, spec.datatype, count, spec.displs[0] * spec.datatype.extent, call, rank)
+
+
+def _same_count(send: Part, result: Part | None, call: str, rank: int) -> None:
+    if result is not None and send is not result and send.size != result.size:
+        raise ArgumentError(
+            f"rma.compat: {call}: rank {rank}'s send buffer has {send.size} elements "
+            f"but its receive buffer {result.size}"
+        )
+
+
+def _store(part: Part, received: bytes, call: str, rank: int, source: int) -> None:
+    """Write a received message into its part, which must be exactly its size."""
+    expected = part.size * part.dtype.itemsize
+    if len(received) != expected:
+        raise MPIException(
+            ERR_TRUNCATE,
+            f"rma.compat: {call}: rank {rank} expected {expected} bytes from rank {source} but got {len(received)}: "
+            "the counts and datatypes must match on every rank",
+        )
+    part.write(np.frombuffer(received, part.dtype))
+
+
+def _arrays(items: list[bytes], data: np.ndarray, call: str, rank: int) -> list[np.ndarray]:
+    """Every rank's contribution as an array like this rank's `data`."""
+    parts = []
+    for source, item in enumerate(items):
+        if len(item) != data.nbytes:
+            raise MPIException(
+                ERR_TRUNCATE,
+                f"rma.compat: {call}: rank {rank} reduces {data.size} elements but rank {source} "
+                f"sent {len(item) // max(data.itemsize, 1)}: every rank must pass the same count",
+            )
+        parts.append(np.frombuffer(item, data.dtype))
+    return parts
+
+
+def _allreduced(base: _rma.Comm, data: np.ndarray, op: Op, part: Part, call: str) -> np.ndarray:
+    """Every rank's `data` combined by `op` in rank order, on every rank."""
+    fast = fast_op(op, data.dtype)
+    if fast is not None and data.size:
+        out = np.empty_like(data)
+        base.Allreduce(data, out, fast)
+        return out
+    return fold(op, _arrays(base._core.allgather(data.tobytes(), call), data, call, base.rank), part.datatype, call)
+
+
+def _op(op: Any, call: str) -> Op:
+    if not isinstance(op, Op) or not op:
+        raise MPIException(ERR_OP, f"rma.compat: {call}: op must be an MPI.Op other than MPI.OP_NULL, not {op!r}")
     return op
 
 
-# mpi4py's collective calls that rma has no counterpart for (yet).
+def _count(value: Any, call: str, rank: int) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentError(f"rma.compat: {call}: rank {rank}'s counts must be integers") from None
+    if number < 0:
+        raise ArgumentError(f"rma.compat: {call}: rank {rank}'s count {number} is negative")
+    return number
+
+
+def _combine(op: Any) -> Callable[[Any, Any], Any]:
+    """An MPI.Op (or a function of two objects) as the function the object reductions fold with."""
+    if isinstance(op, Op):
+        return op.__call__
+    if callable(op):
+        return op
+    raise TypeError(f"rma.compat: op must be an MPI.Op, not {type(op).__name__}")
+
+
+def _fold_objects(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
+    """items[0] op items[1] op ... in rank order."""
+    result = items[0]
+    for item in items[1:]:
+        result = combine(result, item)
+    return result
+
+
+# mpi4py's collective calls that the facade does not cover: the persistent collectives (MPI 4).
 refuse(
     Collectives,
     """
-    Gather Gatherv Scatter Scatterv Allgather Allgatherv Alltoall Alltoallv Alltoallw
-    Reduce_scatter Reduce_scatter_block Scan Exscan scan exscan
-    Ibarrier Ibcast Igather Igatherv Iscatter Iscatterv Iallgather Iallgatherv Ialltoall Ialltoallv
-    Ialltoallw Ireduce Iallreduce Ireduce_scatter Ireduce_scatter_block Iscan Iexscan ibarrier
+    Barrier_init Bcast_init Gather_init Gatherv_init Scatter_init Scatterv_init Allgather_init
+    Allgatherv_init Alltoall_init Alltoallv_init Alltoallw_init Reduce_init Allreduce_init
+    Reduce_scatter_block_init Reduce_scatter_init Scan_init Exscan_init
     """,
     owner="Comm",
 )
