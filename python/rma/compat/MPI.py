@@ -22,7 +22,6 @@ from .datatypes import *  # noqa: F403 - the predefined datatypes, all of them p
 from .datatypes import Datatype
 from .errhandler import *  # noqa: F403 - its __all__
 from .errors import *  # noqa: F403 - the error classes
-from .errors import Exception  # noqa: A004 - mpi4py's name
 from .group import *  # noqa: F403 - its __all__
 from .info import *  # noqa: F403 - its __all__
 from .memory import BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory
@@ -98,14 +97,6 @@ def get_vendor() -> tuple[str, tuple[int, int, int]]:
 
 def Get_processor_name() -> str:  # noqa: N802
     return _socket.gethostname()
-
-
-def Get_error_class(errorcode: int) -> int:  # noqa: N802
-    return errorcode
-
-
-def Get_error_string(errorcode: int) -> str:  # noqa: N802
-    return Exception(errorcode).Get_error_string()
 
 
 def Pcontrol(level: int) -> None:  # noqa: N802

@@ -13,8 +13,10 @@ ANY_TAG = _rma.ANY_TAG
 PROC_NULL = _rma.PROC_NULL
 ROOT = -3
 KEYVAL_INVALID = -1
-TAG_UB = 0
-APPNUM = KEYVAL_INVALID  # no application numbers: rma has no MPMD launch
+
+# The predefined keyvals of communicators (Comm.Get_attr; attributes.py gives their values).
+# Numbered apart from the windows' keyvals below, so that one kind's keyval is refused by the other.
+TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM, LASTUSEDCODE = range(101, 108)
 
 # Group and communicator comparison.
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3

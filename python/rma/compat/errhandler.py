@@ -5,7 +5,7 @@ uncaught exception ends the rank and rmarun then stops the job."""
 
 from __future__ import annotations
 
-from .errors import ERR_ARG
+from .errors import ERR_ARG, ERR_ERRHANDLER
 from .errors import Exception as MPIException
 
 __all__ = ["Errhandler", "ERRHANDLER_NULL", "ERRORS_RETURN", "ERRORS_ARE_FATAL", "ERRORS_ABORT"]
@@ -26,6 +26,12 @@ class Errhandler:
         return handler
 
     def Free(self) -> None:  # noqa: N802 - mpi4py's name
+        """Free this handle (a copy Get_errhandler gave); MPI.ERRHANDLER_NULL cannot be freed."""
+        # (The predefined handlers themselves, not the copies Get_errhandler gives.)
+        if not self:
+            raise MPIException(ERR_ERRHANDLER, "rma.compat: Errhandler.Free: the handler is MPI.ERRHANDLER_NULL")
+        if any(self is handler for handler in (ERRORS_RETURN, ERRORS_ARE_FATAL, ERRORS_ABORT)):
+            raise MPIException(ERR_ERRHANDLER, f"rma.compat: Errhandler.Free: {self._name} is predefined")
         self._name = "MPI_ERRHANDLER_NULL"
 
     def __eq__(self, other: object) -> bool:

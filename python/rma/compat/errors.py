@@ -57,19 +57,154 @@ ERR_RMA_FLAVOR = 58
 ERR_NOT_SAME = 35
 ERR_UNSUPPORTED_OPERATION = 44
 ERR_PROC_FAILED = 101
+ERR_ERRHANDLER = 102
 ERR_LASTCODE = 0x3FFFFFFF
 
-_NAMES = {value: name for name, value in globals().items() if name.startswith(("ERR_", "SUCCESS"))}
+# What Get_error_string says of each predefined class (the facade's words; a program shows it).
+_STRINGS = {
+    SUCCESS: "no error",
+    ERR_BUFFER: "invalid buffer pointer",
+    ERR_COUNT: "invalid count argument",
+    ERR_TYPE: "invalid datatype",
+    ERR_TAG: "invalid tag",
+    ERR_COMM: "invalid communicator",
+    ERR_RANK: "invalid rank",
+    ERR_ROOT: "invalid root",
+    ERR_TRUNCATE: "message truncated",
+    ERR_GROUP: "invalid group",
+    ERR_OP: "invalid reduce operation",
+    ERR_REQUEST: "invalid request",
+    ERR_TOPOLOGY: "invalid topology",
+    ERR_DIMS: "invalid dimension argument",
+    ERR_ARG: "invalid argument of some other kind",
+    ERR_OTHER: "other error",
+    ERR_UNKNOWN: "unknown error",
+    ERR_INTERN: "internal error",
+    ERR_IN_STATUS: "error code is in status",
+    ERR_PENDING: "pending request",
+    ERR_INFO: "invalid info object",
+    ERR_INFO_KEY: "invalid info key",
+    ERR_INFO_VALUE: "invalid info value",
+    ERR_INFO_NOKEY: "no such key in the info object",
+    ERR_KEYVAL: "invalid keyval",
+    ERR_NO_MEM: "out of memory",
+    ERR_BASE: "invalid base address",
+    ERR_WIN: "invalid window",
+    ERR_SIZE: "invalid size",
+    ERR_DISP: "invalid displacement",
+    ERR_LOCKTYPE: "invalid lock type",
+    ERR_ASSERT: "invalid assertion",
+    ERR_RMA_CONFLICT: "conflicting accesses to a window",
+    ERR_RMA_SYNC: "wrong synchronization of RMA calls",
+    ERR_RMA_RANGE: "target memory is not part of the window",
+    ERR_RMA_ATTACH: "memory cannot be attached",
+    ERR_RMA_SHARED: "memory cannot be shared",
+    ERR_RMA_FLAVOR: "passed window has the wrong flavor for the called function",
+    ERR_NOT_SAME: "collective argument not identical on all processes",
+    ERR_UNSUPPORTED_OPERATION: "unsupported operation",
+    ERR_PROC_FAILED: "a process has failed",
+    ERR_ERRHANDLER: "invalid error handler",
+    ERR_LASTCODE: "last error code",
+}
+
+# The program's own error classes and codes (Add_error_class, Add_error_code): code -> its
+# class (a class is its own), and the strings Add_error_string gave them. Numbers go up from
+# ERR_LASTCODE, as MPI's LASTUSEDCODE attribute reports.
+_user_class: dict[int, int] = {}
+_user_string: dict[int, str] = {}
+_last_used = [ERR_LASTCODE]
+
+
+def Get_error_class(errorcode: int) -> int:  # noqa: N802 - mpi4py's names
+    """The error class of an error code: a predefined class is its own; a program's code is
+    the class it was added to; anything else is MPI.ERR_UNKNOWN."""
+    code = int(errorcode)
+    if code in _user_class:
+        return _user_class[code]
+    return code if SUCCESS <= code <= ERR_LASTCODE else ERR_UNKNOWN
+
+
+def Get_error_string(errorcode: int) -> str:  # noqa: N802
+    """The text of an error code or class ("" for a program's own until Add_error_string)."""
+    code = int(errorcode)
+    if code in _user_class:
+        return _user_string.get(code, "")
+    if code in _STRINGS:
+        return _STRINGS[code]
+    return f"error code {code}" if SUCCESS <= code <= ERR_LASTCODE else "unknown error"
+
+
+def Add_error_class() -> int:  # noqa: N802
+    """A new error class of the program's (local to this process, as MPI's are)."""
+    _last_used[0] += 1
+    _user_class[_last_used[0]] = _last_used[0]
+    return _last_used[0]
+
+
+def Add_error_code(errorclass: int) -> int:  # noqa: N802
+    """A new error code of class `errorclass` (a predefined class or one of the program's)."""
+    errorclass = int(errorclass)
+    if not (SUCCESS < errorclass <= ERR_LASTCODE or _user_class.get(errorclass) == errorclass):
+        raise Exception(ERR_ARG, f"rma.compat: MPI.Add_error_code: {errorclass} is not an error class")
+    _last_used[0] += 1
+    _user_class[_last_used[0]] = errorclass
+    return _last_used[0]
+
+
+def Add_error_string(errorcode: int, string: str) -> None:  # noqa: N802
+    """Give a program's error class or code its text."""
+    _users("Add_error_string", errorcode)
+    _user_string[int(errorcode)] = str(string)
+
+
+def Remove_error_class(errorclass: int) -> None:  # noqa: N802
+    """Remove a program's error class: it must have no codes and no string left."""
+    code = _users("Remove_error_class", errorclass)
+    if _user_class[code] != code:
+        raise Exception(ERR_ARG, f"rma.compat: MPI.Remove_error_class: {code} is an error code, not a class")
+    if code in _user_string or any(c != code and k == code for c, k in _user_class.items()):
+        raise Exception(ERR_ARG, f"rma.compat: MPI.Remove_error_class: {code} still has codes or a string")
+    del _user_class[code]
+
+
+def Remove_error_code(errorcode: int) -> None:  # noqa: N802
+    """Remove a program's error code: it must have no string left."""
+    code = _users("Remove_error_code", errorcode)
+    if _user_class[code] == code or code in _user_string:
+        raise Exception(ERR_ARG, f"rma.compat: MPI.Remove_error_code: {code} is a class or still has a string")
+    del _user_class[code]
+
+
+def Remove_error_string(errorcode: int) -> None:  # noqa: N802
+    """Remove the text Add_error_string gave a program's class or code."""
+    _users("Remove_error_string", errorcode)
+    _user_string.pop(int(errorcode), None)
+
+
+def last_used_code() -> int:
+    """The largest error code in use: MPI.LASTUSEDCODE's value."""
+    return _last_used[0]
+
+
+def _users(call: str, errorcode: int) -> int:
+    code = int(errorcode)
+    if code not in _user_class:
+        raise Exception(ERR_ARG, f"rma.compat: MPI.{call}: {code} is not an error class or code of the program's")
+    return code
 
 
 class Exception(builtins.RuntimeError):  # noqa: A001 - mpi4py's name: MPI.Exception
-    """An MPI error: its error class (MPI.ERR_*) and rma's explanation."""
+    """An MPI error: its error code and class (MPI.ERR_*) and, when rma raised it, rma's
+    explanation as its text. It compares and converts as the integer code, as mpi4py's does."""
 
-    def __init__(self, error_class: int = ERR_OTHER, message: str = "") -> None:
-        super().__init__(message or _NAMES.get(error_class, "MPI error"))
-        self.error_class = int(error_class)
-        self.error_code = int(error_class)
-        self.error_string = message or _NAMES.get(error_class, "MPI error")
+    def __init__(self, ierr: int = SUCCESS, message: str = "") -> None:
+        code = int(ierr)
+        if code < SUCCESS:
+            code = ERR_UNKNOWN  # (mpi4py's rule for a negative code)
+        self.error_code = code
+        self.error_class = Get_error_class(code)
+        self.error_string = message or Get_error_string(code)
+        super().__init__(self.error_string)
 
     def Get_error_class(self) -> int:  # noqa: N802 - mpi4py's names
         return self.error_class
@@ -80,16 +215,44 @@ class Exception(builtins.RuntimeError):  # noqa: A001 - mpi4py's name: MPI.Excep
     def Get_error_string(self) -> str:  # noqa: N802
         return self.error_string
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, int):
-            return self.error_code == other
-        return builtins.Exception.__eq__(self, other)
+    def __repr__(self) -> str:
+        return f"MPI.Exception({self.error_code})"
+
+    def __str__(self) -> str:
+        return self.error_string
+
+    def __bool__(self) -> bool:
+        return self.error_code != SUCCESS
+
+    def __int__(self) -> int:
+        return self.error_code
 
     def __hash__(self) -> int:
         return hash(self.error_code)
 
-    def __int__(self) -> int:
-        return self.error_code
+    def __eq__(self, other: object) -> bool:
+        return self.error_code == _code(other) if _code(other) is not None else NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return self.error_code != _code(other) if _code(other) is not None else NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        return self.error_code < _code(other) if _code(other) is not None else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.error_code <= _code(other) if _code(other) is not None else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.error_code > _code(other) if _code(other) is not None else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.error_code >= _code(other) if _code(other) is not None else NotImplemented
+
+
+def _code(value: object) -> int | None:
+    if isinstance(value, Exception):
+        return value.error_code
+    return value if isinstance(value, int) else None
 
 
 class ArgumentError(ValueError):

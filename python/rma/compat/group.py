@@ -4,10 +4,11 @@ groups of different communicators compare and translate."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .._job import join as _join
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
-from .errors import ERR_GROUP, ERR_RANK
+from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
 
 __all__ = ["Group", "GROUP_EMPTY", "GROUP_NULL"]
@@ -19,6 +20,8 @@ class Group:
     __slots__ = ("_world", "_null", "_predefined")
 
     def __init__(self, group: Group | None = None) -> None:
+        if group is not None and not isinstance(group, Group):
+            raise TypeError(f"rma.compat: MPI.Group: expected a group, not {type(group).__name__}")
         self._world: tuple[int, ...] = group._world if group is not None else ()
         self._null = group is None or group._null
         self._predefined = False
@@ -60,11 +63,13 @@ class Group:
                 result.append(group._world.index(world) if world in group._world else UNDEFINED)
         return result
 
-    @staticmethod
-    def Compare(group1: Group, group2: Group) -> int:  # noqa: N802
-        if group1._world == group2._world:
+    def Compare(self, group: Group) -> int:  # noqa: N802
+        """IDENT (the same processes in the same order), SIMILAR (in another order) or UNEQUAL."""
+        self._check("Compare")
+        _group(group, "Compare")._check("Compare")
+        if self._world == group._world:
             return IDENT
-        if sorted(group1._world) == sorted(group2._world):
+        if sorted(self._world) == sorted(group._world):
             return SIMILAR
         return UNEQUAL
 
@@ -78,17 +83,33 @@ class Group:
         dropped = {self._member("Excl", rank) for rank in ranks}
         return Group._of(w for w in self._world if w not in dropped)
 
-    @staticmethod
-    def Union(group1: Group, group2: Group) -> Group:  # noqa: N802
-        return Group._of([*group1._world, *(w for w in group2._world if w not in group1._world)])
+    def Range_incl(self, ranks: Iterable[tuple[int, int, int]]) -> Group:  # noqa: N802
+        """The group of the ranks of each (first, last, stride) range, in that order."""
+        self._check("Range_incl")
+        return self.Incl(self._ranges("Range_incl", ranks))
 
-    @staticmethod
-    def Intersection(group1: Group, group2: Group) -> Group:  # noqa: N802
-        return Group._of(w for w in group1._world if w in group2._world)
+    def Range_excl(self, ranks: Iterable[tuple[int, int, int]]) -> Group:  # noqa: N802
+        """This group without the ranks of the (first, last, stride) ranges."""
+        self._check("Range_excl")
+        return self.Excl(self._ranges("Range_excl", ranks))
 
-    @staticmethod
-    def Difference(group1: Group, group2: Group) -> Group:  # noqa: N802
-        return Group._of(w for w in group1._world if w not in group2._world)
+    @classmethod
+    def Union(cls, group1: Group, group2: Group) -> Group:  # noqa: N802
+        """group1's processes, then those of group2 not in group1."""
+        first, second = _checked_pair("Union", group1, group2)
+        return Group._of([*first, *(w for w in second if w not in first)])
+
+    @classmethod
+    def Intersection(cls, group1: Group, group2: Group) -> Group:  # noqa: N802
+        """group1's processes that are in group2, in group1's order."""
+        first, second = _checked_pair("Intersection", group1, group2)
+        return Group._of(w for w in first if w in second)
+
+    @classmethod
+    def Difference(cls, group1: Group, group2: Group) -> Group:  # noqa: N802
+        """group1's processes that are not in group2, in group1's order."""
+        first, second = _checked_pair("Difference", group1, group2)
+        return Group._of(w for w in first if w not in second)
 
     def Dup(self) -> Group:  # noqa: N802
         self._check("Dup")
@@ -110,6 +131,17 @@ class Group:
         except KeyError as missing:
             raise MPIException(ERR_RANK, f"rma.compat: world rank {missing} is not in the window's group") from None
 
+    def _ranges(self, call: str, ranges: Iterable[tuple[int, int, int]]) -> list[int]:
+        """The ranks (first, last, stride) ranges name: first, first + stride... up to last."""
+        ranks = []
+        for first, last, stride in ranges:
+            if stride == 0 or (last - first) * stride < 0:
+                raise MPIException(
+                    ERR_ARG, f"rma.compat: Group.{call}: the range ({first}, {last}, {stride}) names no rank"
+                )
+            ranks.extend(range(first, last + (1 if stride > 0 else -1), stride))
+        return ranks
+
     def _member(self, call: str, rank: int) -> int:
         if not 0 <= rank < len(self._world):
             raise MPIException(
@@ -129,11 +161,32 @@ class Group:
     def __hash__(self) -> int:
         return hash(self._world)
 
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # As mpi4py's: GROUP_NULL and GROUP_EMPTY pickle by name (and come back as themselves),
+        # their copies as copies; a group of processes belongs to the job that has them.
+        if self is GROUP_NULL or self is GROUP_EMPTY:
+            return "GROUP_NULL" if self is GROUP_NULL else "GROUP_EMPTY"
+        if self._null or not self._world:
+            return (type(self), (GROUP_NULL if self._null else GROUP_EMPTY,))
+        raise ValueError("rma.compat: cannot serialize a Group of processes: it belongs to one job")
+
     def __bool__(self) -> bool:
         return not self._null
 
     def __repr__(self) -> str:
         return "<MPI.Group GROUP_NULL>" if self._null else f"<MPI.Group of world ranks {list(self._world)}>"
+
+
+def _group(group: object, call: str) -> Group:
+    if not isinstance(group, Group):
+        raise TypeError(f"rma.compat: Group.{call}: expected a group, not {type(group).__name__}")
+    return group
+
+
+def _checked_pair(call: str, group1: Group, group2: Group) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    _group(group1, call)._check(call)
+    _group(group2, call)._check(call)
+    return group1._world, group2._world
 
 
 def _my_world_rank() -> int:
