@@ -151,3 +151,42 @@ def test_mpi4py_one_sided_pattern_over_alloc_mem(comm):
     assert mem[4:8].tobytes() == struct.pack("i", total + 100) and mem[4] == struct.pack("i", total + 100)[0]
     win.Free()
     MPI.Free_mem(mem)
+
+
+def test_empty_released_and_freed_buffers_read_as_no_memory():
+    empty = MPI.buffer()
+    assert (empty.address, empty.obj, empty.nbytes, len(empty), empty.readonly) == (0, None, 0, 0, False)
+    empty[:] = 0  # (writing nothing into nothing is fine)
+    assert memoryview(empty).tobytes() == b""
+    # allocate(0) has memory of its own, at an address (malloc gives one), and an obj to view.
+    for size in (0, 1, 2):
+        made = MPI.buffer.allocate(size)
+        assert made.address != 0 and made.nbytes == memoryview(made.obj).nbytes == size
+    data = b"abc"
+    over = MPI.buffer.frombuffer(data, readonly=True)
+    assert over.address != 0 and over.readonly and over.obj is data
+    over.release()
+    assert (over.address, over.nbytes, len(over), over.readonly, over.obj) == (0, 0, 0, False, None)
+    mem = MPI.Alloc_mem(8)
+    MPI.Free_mem(mem)
+    assert (mem.address, mem.nbytes, mem.readonly) == (0, 0, False)
+
+
+def test_what_is_no_buffer_is_a_type_error_and_bytes_cannot_be_deleted():
+    for obj in (None, 0, 0.0, [], ()):
+        with pytest.raises(TypeError, match="expected a buffer object"):
+            MPI.buffer(obj)
+        with pytest.raises(TypeError, match="expected a buffer object"):
+            MPI.buffer.frombuffer(obj)
+    with pytest.raises(TypeError):
+        MPI.buffer.allocate(None)
+    mem = MPI.buffer.allocate(4, clear=True)
+    with pytest.raises(NotImplementedError, match="cannot be deleted"):
+        del mem[0]
+    with pytest.raises(TypeError, match="not None"):
+        mem[None]
+    with pytest.raises(TypeError, match="not None"):
+        mem[None] = 0
+    with pytest.raises(IndexError):
+        mem[4] = 0
+    assert mem.tobytes() == bytes(4)

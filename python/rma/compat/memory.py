@@ -33,6 +33,8 @@ class _InPlace(int):
 BOTTOM = _Bottom(0)
 IN_PLACE = _InPlace(-1)
 
+_NOTHING: Any = object()  # (MPI.buffer() differs from MPI.buffer(None), which is a TypeError)
+
 
 class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
     """Bytes of memory, as mpi4py's MPI.buffer: a sequence of bytes that any buffer-taking call
@@ -46,32 +48,39 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
     """
 
     _obj: Any = None
+    # A buffer of no memory: MPI.buffer() or one released (release(), Free_mem). Its address
+    # and size read as 0, as mpi4py's; the array underneath stays valid (it owns its memory or
+    # keeps its owner alive), so a stale view never reads freed memory.
+    _empty: bool = False
+    _allocated: bool = False  # (made by allocate: memory of its own, even of no bytes)
 
-    def __new__(cls, obj: Any = None) -> buffer:
-        if obj is None:
-            return np.zeros(0, np.uint8).view(cls)
-        return _exposing(bytes_of(obj, writable=False, call="MPI.buffer"), obj)
+    def __new__(cls, obj: Any = _NOTHING) -> buffer:
+        if obj is _NOTHING:
+            made = _exposing(np.zeros(0, np.uint8), None)
+            made._empty = True
+            return made
+        return _exposing(_bytes_or_type_error(obj, writable=False, call="MPI.buffer"), obj)
 
     def __array_finalize__(self, source: Any) -> None:
         # A view of a buffer (a slice, toreadonly) exposes that buffer's bytes, as mpi4py's
         # slices do; a buffer over a plain array (a window's memory) exposes that array.
         if source is not None:
             self._obj = source if isinstance(source, buffer) else getattr(source, "_obj", source)
+            self._empty = self._allocated = False
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> buffer:
         """Return `nbytes` new bytes, zeroed if `clear`."""
         size = _nbytes(nbytes, "MPI.buffer.allocate")
-        return (np.zeros if clear else np.empty)(size, np.uint8).view(buffer)
+        memory = (np.zeros if clear else np.empty)(size, np.uint8)
+        made = _exposing(memory, memory)
+        made._allocated = True
+        return made
 
     @staticmethod
     def frombuffer(obj: Any, readonly: bool = False) -> buffer:
         """Return a buffer over the bytes of `obj`, which must be writable unless `readonly`."""
-        try:
-            data = bytes_of(obj, writable=not readonly, call="MPI.buffer.frombuffer")
-        except MPIException as exc:
-            raise BufferError(exc.error_string) from None
-        return _exposing(data, obj, readonly)
+        return _exposing(_bytes_or_type_error(obj, writable=not readonly, call="MPI.buffer.frombuffer"), obj, readonly)
 
     @staticmethod
     def fromaddress(address: int, nbytes: int, readonly: bool = False) -> buffer:
@@ -85,7 +94,13 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
 
     @property
     def address(self) -> int:
-        return int(self.__array_interface__["data"][0]) if self.size else 0
+        if self._empty or not (self.size or self._allocated):
+            return 0  # (no memory: MPI's NULL; allocate(0) has an address, as malloc gives one)
+        return int(self.__array_interface__["data"][0])
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self._empty else int(self.size)
 
     @property
     def format(self) -> str:
@@ -93,11 +108,11 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
 
     @property
     def obj(self) -> Any:
-        return self._obj
+        return None if self._empty else self._obj
 
     @property
     def readonly(self) -> bool:
-        return not self.flags.writeable
+        return not self._empty and not self.flags.writeable
 
     def __bool__(self) -> bool:
         return self.size > 0  # (as mpi4py's: a buffer is true when it holds bytes)
@@ -107,12 +122,18 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
 
     __str__ = __repr__
 
+    def __len__(self) -> int:
+        return 0 if self._empty else int(self.size)
+
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, slice):
             return super().__getitem__(_unit_step(item))
         if _is_index(item):
             return int(super().__getitem__(operator.index(item)))
-        return super().__getitem__(item)
+        return super().__getitem__(_other_index(item))
+
+    def __delitem__(self, item: Any) -> None:
+        raise NotImplementedError("rma.compat: MPI.buffer: bytes cannot be deleted from a buffer")
 
     def __setitem__(self, item: Any, value: Any) -> None:
         if not self.flags.writeable:
@@ -129,7 +150,7 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
         elif _is_index(item):
             super().__setitem__(operator.index(item), _byte(value))
         else:
-            super().__setitem__(item, value)
+            super().__setitem__(_other_index(item), value)
 
     def tobytes(self, order: Any = None) -> bytes:
         """Return the bytes as a bytes object."""
@@ -143,7 +164,9 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
         return view
 
     def release(self) -> None:
-        """Nothing to give back early: the memory goes when the last view of it goes."""
+        """Let go of the memory: the buffer reads as empty (address 0, no bytes), as mpi4py's.
+        The memory itself goes when the last view of it goes."""
+        self._empty = True
 
     def cast(self, format: str, shape: Any = ...) -> memoryview:  # noqa: A002 - memoryview's name
         """Return a memoryview of the bytes as elements of `format` (and `shape`)."""
@@ -152,6 +175,34 @@ class buffer(np.ndarray):  # noqa: N801 - mpi4py's name: MPI.buffer
 
     def __reduce__(self):
         return (bytearray, (self.tobytes(),))
+
+
+def _bytes_or_type_error(obj: Any, *, writable: bool, call: str) -> np.ndarray:
+    """bytes_of, with mpi4py's errors: TypeError for an object that is not a buffer, and
+    BufferError for a read-only one where a writable one is needed."""
+    if obj is None or not _is_buffer(obj):
+        raise TypeError(f"rma.compat: {call}: expected a buffer object, not {type(obj).__name__}")
+    try:
+        return bytes_of(obj, writable=writable, call=call)
+    except MPIException as exc:
+        raise BufferError(exc.error_string) from None
+
+
+def _is_buffer(obj: Any) -> bool:
+    if isinstance(obj, np.ndarray):
+        return True
+    try:
+        memoryview(obj)
+        return True
+    except TypeError:
+        return any(hasattr(obj, name) for name in ("__cuda_array_interface__", "__dlpack__", "__array_interface__"))
+
+
+def _other_index(item: Any) -> Any:
+    # Tuples and arrays index as NumPy's do; None (a new axis for NumPy) is no index of bytes.
+    if item is None:
+        raise TypeError("rma.compat: MPI.buffer: indices must be integers or slices, not None")
+    return item
 
 
 def _exposing(data: np.ndarray, obj: Any, readonly: bool = False) -> buffer:
@@ -217,6 +268,7 @@ def Free_mem(mem: buffer) -> None:  # noqa: N802
         raise MPIException(
             ERR_ARG, f"rma.compat: MPI.Free_mem: expected memory from MPI.Alloc_mem, not {type(mem).__name__}"
         )
+    mem.release()
 
 
 def Get_address(location: Any) -> int:  # noqa: N802
