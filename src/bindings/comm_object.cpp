@@ -244,5 +244,6 @@ void register_comm_type(py::module_& m) {
   if (PyType_Ready(comm_type()) < 0) throw py::error_already_set();
   for (const MethodSpec& spec : kCommMethods) add_method(comm_type(), spec);
   for (const MethodSpec& spec : comm_array_methods()) add_method(comm_type(), spec);
+  for (const MethodSpec& spec : comm_raw_methods()) add_method(comm_type(), spec);
   m.add_object("Comm", py::handle(reinterpret_cast<PyObject*>(comm_type())));
 }

@@ -1,6 +1,6 @@
 // The compiled communicator type, rma._core.Comm (comm_object.cpp): the base of rma.Comm
 // whose methods are the calls made in loops. Its methods live in comm_object.cpp (messages)
-// and comm_array_calls.cpp (reductions of arrays).
+// comm_array_calls.cpp (reductions of arrays) and comm_raw_calls.cpp (raw bytes, probes).
 #pragma once
 
 #include <Python.h>
@@ -25,3 +25,5 @@ int comm_number(PyObject* value, const char* call, const char* name, bool wildca
 
 // The methods of comm_array_calls.cpp, for rma._core.Comm's dictionary.
 std::span<const MethodSpec> comm_array_methods();
+// The methods of comm_raw_calls.cpp (raw bytes, synchronous sends, probes).
+std::span<const MethodSpec> comm_raw_methods();

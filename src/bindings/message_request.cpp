@@ -16,7 +16,8 @@
 
 namespace py = pybind11;
 
-namespace {
+// (Named, not anonymous: the unity build may put this file together with epoch_object.cpp.)
+namespace message_request {
 
 using guarded_call::guarded;
 using guarded_call::released;
@@ -29,7 +30,9 @@ struct RequestObject {
   PyObject* finish;                               // applied to the object once, before wait() returns it; may be null
   int source;
   int tag;
-  bool done;  // value is what wait() returns
+  bool done;       // value is what wait() returns
+  bool raw;        // value is the message's bytes (not unpickled)
+  bool cancelled;  // cancel() withdrew the receive before a message matched it
 };
 
 RequestObject* as_request(PyObject* self) { return reinterpret_cast<RequestObject*>(self); }
@@ -42,7 +45,7 @@ RequestObject* allocate() {
   request->pending = nullptr;
   request->data = request->value = request->finish = nullptr;
   request->source = request->tag = -1;
-  request->done = false;
+  request->done = request->raw = request->cancelled = false;
   return request;
 }
 
@@ -69,9 +72,14 @@ void complete(RequestObject* request, bool wait) {
     }
   }
   if (request->data != nullptr) {
-    request->value = pickled::loads(request->data);
-    if (request->value == nullptr) throw py::error_already_set();
-    Py_CLEAR(request->data);
+    if (request->raw) {
+      request->value = request->data;  // (the reference moves)
+      request->data = nullptr;
+    } else {
+      request->value = pickled::loads(request->data);
+      if (request->value == nullptr) throw py::error_already_set();
+      Py_CLEAR(request->data);
+    }
   }
   if (request->finish != nullptr) {
     PyObject* finished = PyObject_CallOneArg(request->finish, request->value);
@@ -111,11 +119,32 @@ PyObject* test(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
   });
 }
 
+constexpr arguments::Parameters kRequestCancel{"cancel", {}, 0, "MessageRequest"};
+
+// MPI_Cancel of a receive: withdrawn if no message has matched it yet, else it completes as usual.
+PyObject* cancel(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return guarded([&]() -> PyObject* {
+    arguments::match(kRequestCancel, args, nargs, kwnames, nullptr);
+    RequestObject* request = as_request(self);
+    if (!request->done && request->pending != nullptr && (*request->pending)->cancel()) {
+      delete request->pending;
+      request->pending = nullptr;
+      request->value = Py_NewRef(Py_None);
+      request->source = request->tag = -1;
+      request->done = request->cancelled = true;
+    }
+    return PyBool_FromLong(request->cancelled);
+  });
+}
+
 const MethodSpec kRequestMethods[] = {
     {kRequestWait, wait,
      "Wait for completion; return the received object (None for a send) and fill `status`.\n\n"
      "An interrupted wait() keeps the message: the next wait() returns it."},
     {kRequestTest, test, "Return whether the request has completed; fill `status` when it has (receives)."},
+    {kRequestCancel, cancel,
+     "Withdraw a receive that no message has matched yet; return whether it is cancelled (then\n"
+     "``wait()`` returns None at once and the message goes to another receive)."},
 };
 
 PyObject* request_repr(PyObject* self) {
@@ -149,10 +178,10 @@ PyTypeObject* request_type() {
   return &type;
 }
 
-}  // namespace
+}  // namespace message_request
 
 PyObject* new_complete_request(int source, int tag) {
-  RequestObject* request = allocate();
+  message_request::RequestObject* request = message_request::allocate();
   request->value = Py_NewRef(Py_None);
   request->source = source;
   request->tag = tag;
@@ -160,15 +189,16 @@ PyObject* new_complete_request(int source, int tag) {
   return reinterpret_cast<PyObject*>(request);
 }
 
-PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyObject* finish) {
-  RequestObject* request = allocate();
+PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyObject* finish, bool raw) {
+  message_request::RequestObject* request = message_request::allocate();
+  request->raw = raw;
   request->pending = new std::shared_ptr<rma::PendingReceive>(std::move(pending));
   request->finish = finish != nullptr && finish != Py_None ? Py_NewRef(finish) : nullptr;
   return reinterpret_cast<PyObject*>(request);
 }
 
 void register_message_request_type(py::module_& m) {
-  if (PyType_Ready(request_type()) < 0) throw py::error_already_set();
-  for (const MethodSpec& spec : kRequestMethods) add_method(request_type(), spec);
-  m.add_object("MessageRequest", py::handle(reinterpret_cast<PyObject*>(request_type())));
+  if (PyType_Ready(message_request::request_type()) < 0) throw py::error_already_set();
+  for (const MethodSpec& spec : message_request::kRequestMethods) add_method(message_request::request_type(), spec);
+  m.add_object("MessageRequest", py::handle(reinterpret_cast<PyObject*>(message_request::request_type())));
 }

@@ -13,5 +13,6 @@
 PyObject* new_complete_request(int source, int tag);
 // A request for the posted receive. finish: null, or a function the received object goes
 // through before wait() returns it (the checker's, which takes off the sender's clock).
-PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyObject* finish);
+// raw: wait() returns the message's bytes as they came (a buffer receive), not unpickled.
+PyObject* new_receive_request(std::shared_ptr<rma::PendingReceive> pending, PyObject* finish, bool raw = false);
 void register_message_request_type(pybind11::module_& m);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace rma {
 
@@ -21,12 +22,14 @@ void MessageMatcher::queue_unexpected(Message&& message, uint32_t context) {
   queue.insert(place, std::move(message));
 }
 
-void MessageMatcher::deliver(uint32_t context, int source, int32_t tag, std::vector<std::byte>&& data) {
+void MessageMatcher::deliver(uint32_t context, int source, int32_t tag, std::vector<std::byte>&& data,
+                             std::optional<uint64_t> synchronous) {
   std::lock_guard lock(mutex_);
-  Message message{source, tag, std::move(data), arrivals_++};
+  Message message{source, tag, std::move(data), arrivals_++, synchronous};
   if (tag >= 0) {  // only user messages can match a posted receive
     for (auto receive = posted_.begin(); receive != posted_.end(); ++receive) {
       if ((*receive)->context == context && matches(**receive, source, tag)) {
+        matched(message, context);
         (*receive)->message = std::move(message);
         posted_.erase(receive);
         return;
@@ -34,6 +37,34 @@ void MessageMatcher::deliver(uint32_t context, int source, int32_t tag, std::vec
     }
   }
   queue_unexpected(std::move(message), context);
+}
+
+void MessageMatcher::matched(const Message& message, uint32_t context) {
+  if (message.synchronous) acks_.push_back(Ack{context, message.source, *message.synchronous});
+}
+
+MessageMatcher::Queues::iterator MessageMatcher::oldest(uint32_t context, int source, int32_t tag) {
+  Receive wanted{context, source, tag, std::nullopt};
+  // The front of each queue of this context is its oldest; the oldest of the fronts that match.
+  auto found = unexpected_.end();
+  for (auto queue =
+           unexpected_.lower_bound(Key{context, std::numeric_limits<int>::min(), std::numeric_limits<int32_t>::min()});
+       queue != unexpected_.end() && std::get<0>(queue->first) == context; ++queue) {
+    const Message& front = queue->second.front();
+    if (matches(wanted, front.source, front.tag) &&
+        (found == unexpected_.end() || front.arrival < found->second.front().arrival)) {
+      found = queue;
+    }
+  }
+  return found;
+}
+
+Message MessageMatcher::pop_matched(Queues::iterator queue, uint32_t context) {
+  Message message = std::move(queue->second.front());
+  queue->second.pop_front();
+  if (queue->second.empty()) unexpected_.erase(queue);
+  matched(message, context);
+  return message;
 }
 
 std::optional<std::vector<std::byte>> MessageMatcher::take(uint32_t context, int source, int32_t tag) {
@@ -49,21 +80,9 @@ std::optional<std::vector<std::byte>> MessageMatcher::take(uint32_t context, int
 std::shared_ptr<MessageMatcher::Receive> MessageMatcher::post(uint32_t context, int source, int32_t tag) {
   auto receive = std::make_shared<Receive>(Receive{context, source, tag, std::nullopt});
   std::lock_guard lock(mutex_);
-  // The oldest matching unexpected message: the front of each matching queue of this context.
-  auto oldest = unexpected_.end();
-  for (auto queue =
-           unexpected_.lower_bound(Key{context, std::numeric_limits<int>::min(), std::numeric_limits<int32_t>::min()});
-       queue != unexpected_.end() && std::get<0>(queue->first) == context; ++queue) {
-    const Message& front = queue->second.front();
-    if (matches(*receive, front.source, front.tag) &&
-        (oldest == unexpected_.end() || front.arrival < oldest->second.front().arrival)) {
-      oldest = queue;
-    }
-  }
-  if (oldest != unexpected_.end()) {
-    receive->message = std::move(oldest->second.front());
-    oldest->second.pop_front();
-    if (oldest->second.empty()) unexpected_.erase(oldest);
+  auto queue = oldest(context, source, tag);
+  if (queue != unexpected_.end()) {
+    receive->message = pop_matched(queue, context);
   } else {
     posted_.push_back(receive);
   }
@@ -86,9 +105,37 @@ void MessageMatcher::withdraw(const std::shared_ptr<Receive>& receive) {
   std::lock_guard lock(mutex_);
   posted_.remove(receive);
   if (receive->message) {
+    receive->message->synchronous.reset();  // (its acknowledgement is already owed)
     queue_unexpected(std::move(*receive->message), receive->context);
     receive->message.reset();
   }
+}
+
+bool MessageMatcher::cancel(const std::shared_ptr<Receive>& receive) {
+  std::lock_guard lock(mutex_);
+  if (receive->message) return false;
+  posted_.remove(receive);
+  return true;
+}
+
+std::optional<MessageMatcher::Peek> MessageMatcher::peek(uint32_t context, int source, int32_t tag) {
+  std::lock_guard lock(mutex_);
+  auto queue = oldest(context, source, tag);
+  if (queue == unexpected_.end()) return std::nullopt;
+  const Message& front = queue->second.front();
+  return Peek{front.source, front.tag, front.data.size()};
+}
+
+std::optional<Message> MessageMatcher::take_matching(uint32_t context, int source, int32_t tag) {
+  std::lock_guard lock(mutex_);
+  auto queue = oldest(context, source, tag);
+  if (queue == unexpected_.end()) return std::nullopt;
+  return pop_matched(queue, context);
+}
+
+std::vector<MessageMatcher::Ack> MessageMatcher::take_acks() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(acks_, {});
 }
 
 }  // namespace rma

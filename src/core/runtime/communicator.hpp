@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +39,17 @@ struct Received {
 
 class Communicator;
 
+// A synchronous send on the wire: its tag carries this bit (above every user tag) and its data
+// ends with the send's id (8 bytes), which the receiver sends back when the message matches.
+inline constexpr int32_t kSynchronousFlag = 1 << 30;
+// The tag of those acknowledgements (taken by exact match, as the collectives' tags are).
+inline constexpr int32_t kSynchronousAckTag = -8;
+// The transport's handler of communicator messages: [data][context u32][tag i32] (Communicator::
+// post) into the matcher; then sends the acknowledgements that matching made owed.
+void deliver_communicator_message(Runtime& runtime, int source, std::vector<std::byte>&& payload);
+// Sends the acknowledgements of synchronous messages that have matched a receive.
+void send_acknowledgements(Runtime& runtime);
+
 // A receive posted by irecv, until its message is collected. Dropping it unfinished withdraws
 // it, so its message (if one came) goes to the next matching receive.
 class PendingReceive {
@@ -55,6 +69,9 @@ class PendingReceive {
   void wait_arrived();
   // The message, waiting for it as recv does. Once only.
   Received wait();
+  // MPI_Cancel: withdraws the receive if no message has matched it yet (true; it then never
+  // gets one), else false and the message stays to be collected.
+  bool cancel();
 
  private:
   std::shared_ptr<Communicator> comm_;
@@ -104,6 +121,26 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // in the order they were posted. call: the communicator call it serves, named in its
   // errors ("recv", "sendrecv"; a wait from "irecv" is "irecv request's wait").
   std::shared_ptr<PendingReceive> irecv(int source, int tag, const char* call = "irecv");
+  // A synchronous send (MPI_Ssend): posts the message and returns its id at once; the send is
+  // complete once synchronous_matched(dest, id) holds: a receive at dest has matched it.
+  uint64_t send_synchronous(std::span<const std::byte> data, int dest, int tag);
+  // Whether that receive has matched (makes progress). True once: the caller remembers it.
+  bool synchronous_matched(int dest, uint64_t id);
+  // Waits for it, as recv waits for a message.
+  void wait_synchronous(int dest, uint64_t id);
+
+  // What a probe learns of the message a receive of (source, tag) would take.
+  struct Probed {
+    int source;
+    int tag;
+    size_t bytes;
+  };
+  // MPI_Iprobe (makes progress, takes nothing) and MPI_Probe (waits for such a message).
+  std::optional<Probed> iprobe(int source, int tag);
+  Probed probe(int source, int tag);
+  // MPI_Improbe and MPI_Mprobe: the message taken out, for the caller's own receive of it.
+  std::optional<Received> improbe(int source, int tag);
+  Received mprobe(int source, int tag);
 
   // The collectives; `call` names the call they serve in their errors.
   // In shared memory when every member shares this host, else through messages.
@@ -138,6 +175,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
  private:
   void check_rank(int rank, const char* call, const char* role) const;
   void post(int dest, int32_t tag, std::span<const std::byte> data);
+  // A user's send: checks dest and tag (call: "send", "ssend"), then posts with wire_tag.
+  void send_user(std::span<const std::byte> data, int dest, int tag, int32_t wire_tag, const char* call);
   friend class PendingReceive;
   void check_receive(int source, int tag, const char* call) const;
   // own: the communicator call waiting ("recv"), named in errors unless `call` names another.
@@ -167,6 +206,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Posts a user's receive (source and tag as recv takes them) in the matcher.
   std::shared_ptr<MessageMatcher::Receive> post_receive(int source, int tag);
   Received received(Message&& message) const;
+  // The matcher's wildcards and world ranks for a user's (source, tag).
+  int matcher_source(int source) const;
+  static int32_t matcher_tag(int tag);
+  // Takes the acknowledgements from dest that have come into acknowledged_; whether id's has.
+  bool acknowledged(int dest, uint64_t id);
   std::vector<int> watched() const { return members_; }
 
   std::shared_ptr<Runtime> runtime_;
@@ -184,6 +228,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The round a barrier through messages was waiting in when it was interrupted (-1: none): the
   // next barrier resumes there, as the shared barrier does.
   int32_t interrupted_barrier_round_ = -1;
+  // Synchronous sends: the next id, and the ids acknowledged but not yet asked about.
+  std::mutex synchronous_mutex_;
+  uint64_t next_synchronous_ = 0;
+  std::set<uint64_t> acknowledged_;
 };
 
 }  // namespace rma

@@ -1,7 +1,5 @@
 #include "runtime/runtime.hpp"
 
-#include <cstring>
-
 #include "base/errors.hpp"
 #include "fabric/fabric_transport.hpp"
 #include "runtime/communicator.hpp"
@@ -26,16 +24,9 @@ Runtime::Runtime(const RuntimeOptions& options) : options_(options) {
   fabric.mr_strict = options.mr_strict;
   transport_ = open_fabric_transport(fabric);
   transport_->report_hangs_after(options.hang_report_seconds);
-  // Communicator messages: [data][context u32][tag i32] (Communicator::post).
+  // Communicator messages (point_to_point.cpp).
   transport_->set_handler(kCommunicatorMessage, [this](int source, std::vector<std::byte>&& payload) {
-    if (payload.size() < 8) throw RmaError("rma: truncated communicator message");
-    uint32_t context;
-    int32_t tag;
-    size_t data_bytes = payload.size() - 8;
-    std::memcpy(&context, payload.data() + data_bytes, 4);
-    std::memcpy(&tag, payload.data() + data_bytes + 4, 4);
-    payload.resize(data_bytes);
-    matcher_.deliver(context, source, tag, std::move(payload));
+    deliver_communicator_message(*this, source, std::move(payload));
   });
 }
 
