@@ -32,7 +32,11 @@ PyObject* dumps(PyObject* obj) {
   return PyObject_Vectorcall(names().dumps, args, 2, nullptr);
 }
 
-PyObject* loads(PyObject* data) { return PyObject_CallOneArg(names().loads, data); }
+PyObject* loads(PyObject* data) {
+  // An empty message is None, as mpi4py reads one (a buffer send of no bytes, received as an object).
+  if (PyBytes_Check(data) && PyBytes_GET_SIZE(data) == 0) Py_RETURN_NONE;
+  return PyObject_CallOneArg(names().loads, data);
+}
 
 void fill_status(PyObject* status, int source, int tag) {
   if (status == nullptr || status == Py_None) return;

@@ -25,8 +25,10 @@ from .errors import *  # noqa: F403 - the error classes
 from .group import *  # noqa: F403 - its __all__
 from .info import *  # noqa: F403 - its __all__
 from .memory import BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory
+from .message import *  # noqa: F403 - its __all__
 from .not_covered import NotCoveredError
 from .ops import *  # noqa: F403 - its __all__
+from .pickling import *  # noqa: F403 - its __all__
 from .point_to_point import *  # noqa: F403 - its __all__
 from .requests import *  # noqa: F403 - its __all__
 from .win import WIN_NULL, Win
@@ -110,7 +112,7 @@ NOT_COVERED_CLASSES = """
 """
 
 # mpi4py's other module-level names that the facade does not cover: MPI-IO's, dynamic processes',
-# topologies', sessions', the ABI's and attached send buffers'. The porting guide's table lists
+# topologies', sessions' and the ABI's. The porting guide's table lists
 # them (rma.compat.coverage); tests/test_compat_coverage.py checks that every name of mpi4py is
 # either in MPI or here.
 NOT_COVERED = """
@@ -125,8 +127,7 @@ NOT_COVERED = """
     ERR_SESSION SESSION_NULL MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     ERR_ABI Get_abi_version Get_abi_info Get_abi_fortran_info Get_hw_resource_info
     COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
-    Attach_buffer Detach_buffer Flush_buffer Iflush_buffer BUFFER_AUTOMATIC BufferAutomaticType
-    BSEND_OVERHEAD
+    BufferAutomaticType
 """
 
 # Names MPI has that mpi4py does not: the facade's own.

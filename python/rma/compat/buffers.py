@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from .datatypes import BYTE, Datatype
-from .errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
+from .errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
 from .errors import Exception as MPIException
 from .memory import bytes_of
 
-__all__ = ["origin_elements", "result_elements", "datatype_of_buffer"]
+__all__ = ["origin_elements", "result_elements", "datatype_of_buffer", "ResultRuns", "result_runs"]
 
 
 def origin_elements(spec: Any, call: str) -> np.ndarray:
@@ -45,6 +45,42 @@ def result_elements(spec: Any, call: str) -> np.ndarray:
     basic = datatype.basic
     offset, elements = runs[0] if runs else (0, 0)
     return raw[start + offset : start + offset + elements * basic.itemsize].view(basic)
+
+
+class ResultRuns:
+    """Where a received message goes: the runs of the caller's memory that a result
+    specification covers (one for a contiguous datatype, one per block for a derived datatype
+    with holes), filled with the message's bytes in type-map order."""
+
+    def __init__(self, raw: np.ndarray, runs: list[tuple[int, int]], call: str) -> None:
+        self._raw, self._runs, self._call = raw, runs, call  # runs: (byte offset, bytes)
+        self.capacity = sum(n for _, n in runs)
+
+    def fill(self, data: bytes | memoryview) -> None:
+        """Scatters data into the runs; MPI.ERR_TRUNCATE if it holds more than they do."""
+        if len(data) > self.capacity:
+            raise MPIException(
+                ERR_TRUNCATE,
+                f"rma.compat: {self._call}: the message holds {len(data)} bytes, the buffer takes {self.capacity}",
+            )
+        source = np.frombuffer(data, dtype=np.uint8)
+        done = 0
+        for offset, nbytes in self._runs:
+            take = min(nbytes, len(source) - done)
+            if take <= 0:
+                break
+            self._raw[offset : offset + take] = source[done : done + take]
+            done += take
+
+
+def result_runs(spec: Any, call: str) -> ResultRuns:
+    """The memory a receive fills: any datatype, holes too (a receive scatters the bytes)."""
+    raw, datatype, count, displ = _parse(spec, writable=True, call=call)
+    runs = datatype.blocks(count)
+    start = displ * datatype.extent
+    _check_inside(raw, start, runs, datatype, call)
+    itemsize = datatype.basic.itemsize if runs else 1
+    return ResultRuns(raw, [(start + o, n * itemsize) for o, n in runs], call)
 
 
 def _check_inside(raw: np.ndarray, start: int, runs: list[tuple[int, int]], datatype: Datatype, call: str) -> None:
