@@ -367,10 +367,12 @@ def _predefined_attribute(base: _rma.Comm, keyval: int) -> Any:
 
 
 # mpi4py's communicator calls that rma has no counterpart for (yet); point_to_point.py and
-# collectives.py list those of their kind.
+# collectives.py list those of their kind. The buffers attached to one communicator are
+# MPI 4.1's, past the MPI 3.1 the facade follows (MPI.Attach_buffer is covered).
 refuse(
     Comm,
     """
+    Attach_buffer Detach_buffer Flush_buffer Iflush_buffer
     Create_from_group Create_cart Create_graph
     Create_dist_graph Create_dist_graph_adjacent Create_intercomm Split_type_guided
     Spawn Spawn_multiple Get_parent Disconnect Join Accept Connect
