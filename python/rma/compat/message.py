@@ -12,6 +12,7 @@ from .buffers import result_runs
 from .constants import ANY_TAG, PROC_NULL
 from .errors import ERR_REQUEST
 from .errors import Exception as MPIException
+from .not_covered import refuse
 from .requests import Done, Request, Status, _fill
 
 __all__ = ["Message", "MESSAGE_NULL", "MESSAGE_NO_PROC"]
@@ -131,3 +132,7 @@ class Message:
 
 MESSAGE_NULL = Message()
 MESSAGE_NO_PROC = Message._no_proc()
+
+# Integer and Fortran handles: there are none (toint() and py2f() say -1), and a matched
+# message lives in its Message object only.
+refuse(Message, "f2py fromhandle fromint")

@@ -12,11 +12,16 @@ import pickle as _pickle
 from collections.abc import Callable
 from typing import Any
 
+from .not_covered import refuse
+
 __all__ = ["Pickle", "pickle"]
 
 
 class Pickle:
     """A serializer: dumps(obj) -> bytes and loads(data) -> obj, with a pickle protocol."""
+
+    PROTOCOL: int | None = _pickle.HIGHEST_PROTOCOL
+    THRESHOLD: int = 1024**2 // 4  # (mpi4py's: out-of-band buffers from this size; rma has none)
 
     def __init__(
         self,
@@ -28,7 +33,7 @@ class Pickle:
         self._dumps = dumps if dumps is not None else _pickle.dumps
         self._loads = loads if loads is not None else _pickle.loads
         self.PROTOCOL = protocol if protocol is not None or dumps is not None else _pickle.HIGHEST_PROTOCOL
-        self.THRESHOLD = threshold if threshold is not None else 1024**2 // 4
+        self.THRESHOLD = threshold if threshold is not None else Pickle.THRESHOLD
 
     def dumps(self, obj: Any) -> bytes:
         return self._dumps(obj) if self.PROTOCOL is None else self._dumps(obj, self.PROTOCOL)
@@ -38,3 +43,7 @@ class Pickle:
 
 
 pickle = Pickle()
+
+
+# Out-of-band pickling (pickle protocol 5's buffers): rma's object messages are one pickle each.
+refuse(Pickle, "dumps_oob loads_oob")

@@ -23,6 +23,7 @@ import rma as _rma
 from .constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from .errors import ERR_REQUEST, SUCCESS
 from .errors import Exception as MPIException
+from .not_covered import refuse
 
 __all__ = ["Request", "Prequest", "Status", "REQUEST_NULL"]
 
@@ -520,3 +521,9 @@ def _give(statuses: list[Status] | None, found: list[Status]) -> None:
 
 REQUEST_NULL = Request()
 PREQUEST_NULL = Prequest()
+
+# Integer and Fortran handles (toint() and py2f() say -1: there are none) and partitioned
+# communication (MPI_Psend_init) stay out.
+refuse(Request, "f2py fromint")
+refuse(Prequest, "Parrived Pready Pready_list Pready_range")
+refuse(Status, "f2py py2f")
