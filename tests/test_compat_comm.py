@@ -137,6 +137,17 @@ def test_attributes_run_their_copy_and_delete_callbacks(comm):
     with pytest.raises(MPI.Exception) as freed:
         world.Set_attr(counted, 1)
     assert freed.value.Get_error_class() == MPI.ERR_KEYVAL
+
+    # A callback that raises fails the call with ERR_OTHER, its traceback on stderr (mpi4py's way).
+    def failing(comm, keyval, value):
+        raise ValueError("no")
+
+    bad = MPI.Comm.Create_keyval(None, failing)
+    world.Set_attr(bad, 1)
+    with pytest.raises(MPI.Exception, match="raised ValueError: no") as failed:
+        world.Delete_attr(bad)
+    assert failed.value.Get_error_class() == MPI.ERR_OTHER and world.Get_attr(bad) is None
+    MPI.Comm.Free_keyval(bad)
     # MPI's own keyvals.
     assert world.Get_attr(MPI.TAG_UB) >= 32767  # (the least MPI allows)
     assert world.Get_attr(MPI.UNIVERSE_SIZE) == world.Get_size() and world.Get_attr(MPI.APPNUM) == 0

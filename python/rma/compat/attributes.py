@@ -7,13 +7,15 @@ Attributes are local to a process (MPI's are too): nothing here communicates."""
 
 from __future__ import annotations
 
+import builtins
 import itertools
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .constants import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
-from .errors import ERR_KEYVAL
+from .errors import ERR_KEYVAL, ERR_OTHER
 from .errors import Exception as MPIException
 
 PREDEFINED = frozenset((TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM, LASTUSEDCODE))
@@ -58,6 +60,18 @@ def keyval(number: int, call: str) -> Keyval:
     return found
 
 
+def _run(callback: Callable[[Any, int, Any], Any], owner: Any, number: int, value: Any, call: str) -> Any:
+    """Run a copy or delete callback. Its exception is shown on stderr and the call fails with
+    MPI.ERR_OTHER, as in mpi4py (where the callback runs inside MPI, which knows only codes)."""
+    try:
+        return callback(owner, number, value)
+    except builtins.Exception as exc:
+        traceback.print_exc()
+        raise MPIException(
+            ERR_OTHER, f"rma.compat: {call}: the callback of keyval {number} raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 class Attributes:
     """The attributes one communicator holds: keyval -> (its Keyval, value)."""
 
@@ -88,7 +102,7 @@ class Attributes:
             return
         kind, value = self._values.pop(number)
         if kind.delete_fn is not None:
-            kind.delete_fn(owner, number, value)
+            _run(kind.delete_fn, owner, number, value, call)
 
     def copied(self, owner: Any) -> Attributes:
         """The attributes a duplicate of `owner` starts with: each copy callback decides."""
@@ -96,7 +110,7 @@ class Attributes:
         for number, (kind, value) in self._values.items():
             if kind.copy_fn is None:
                 continue
-            new = value if kind.copy_fn is True else kind.copy_fn(owner, number, value)
+            new = value if kind.copy_fn is True else _run(kind.copy_fn, owner, number, value, "Comm.Dup")
             if new is not NotImplemented:
                 made._values[number] = (kind, new)
         return made
