@@ -1,0 +1,185 @@
+"""Issue 40: the mpi4py facade's buffer point-to-point calls on real ranks (1 to 4): typed arrays
+and derived datatypes sent as raw bytes (the count is the bytes, nothing pickled), synchronous
+sends that wait for their receive, probes and matched probes, cancel of an unmatched receive,
+persistent requests, Waitany/Waitsome, statuses."""
+
+import numpy as np
+import pytest
+
+RANKS = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory"])
+
+
+@pytest.mark.rma(**RANKS)
+def test_send_recv_typed_arrays_as_raw_bytes(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    for dtype in ("i", "d", "F", "b"):
+        data = np.arange(1000, dtype=dtype) + rank
+        got = np.full(1001, -1, dtype=dtype)
+        status = MPI.Status()
+        world.Sendrecv(data, right, 5, got, left, 5, status)
+        assert (got[:1000] == np.arange(1000, dtype=dtype) + left).all() and got[1000] == -1
+        # The count is the bytes sent: a pickle would be larger than nbytes.
+        assert status.Get_count(MPI.BYTE) == data.nbytes
+        assert (status.source, status.tag) == (left, 5)
+        assert status.Get_count(MPI.Datatype.fromcode(dtype)) == 1000
+
+
+@pytest.mark.rma(**RANKS)
+def test_recv_into_a_derived_datatype_with_holes(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    every_other = MPI.INT.Create_vector(4, 1, 2).Commit()  # ints 0, 2, 4, 6
+    world.Send(np.array([10, 11, 12, 13], "i"), (rank + 1) % size, 1)
+    got = np.full(8, -1, "i")
+    world.Recv([got, 1, every_other], (rank - 1) % size, 1)
+    assert list(got) == [10, -1, 11, -1, 12, -1, 13, -1]
+    # And from a derived datatype: its elements gathered in type-map order.
+    world.Send([np.arange(8, dtype="i"), 1, every_other], (rank + 1) % size, 2)
+    plain = np.zeros(4, "i")
+    world.Recv(plain, (rank - 1) % size, 2)
+    assert list(plain) == [0, 2, 4, 6]
+    every_other.Free()
+
+
+@pytest.mark.rma(**RANKS)
+def test_a_message_too_large_for_the_buffer_is_err_truncate(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    world.Send(np.zeros(4, "i"), rank, 3)
+    with pytest.raises(MPI.Exception) as error:
+        world.Recv(np.zeros(2, "i"), rank, 3)
+    assert error.value.Get_error_class() == MPI.ERR_TRUNCATE
+
+
+@pytest.mark.rma(nprocs=[2, 3, 4], transports=["shared-memory"])
+def test_issend_completes_only_once_its_receive_matched(comm):
+    import time
+
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    if rank == 0:
+        request = world.Issend(np.arange(3, dtype="i"), 1, 9)
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            assert not request.Test()  # rank 1 has not received yet
+            time.sleep(0.01)
+        world.Send(np.zeros(1, "i"), 1, 10)  # "receive now"
+        request.Wait()
+        assert request == MPI.REQUEST_NULL
+        world.ssend("object", 1, 11)  # the object form too: returns once rank 1 received it
+    elif rank == 1:
+        world.Recv(np.zeros(1, "i"), 0, 10)
+        got = np.zeros(3, "i")
+        world.Recv(got, 0, 9)
+        assert list(got) == [0, 1, 2]
+        assert world.recv(source=0, tag=11) == "object"
+    world.Barrier()
+    assert size >= 2
+
+
+@pytest.mark.rma(**RANKS)
+def test_probe_and_matched_probe(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    assert not world.Iprobe(MPI.ANY_SOURCE, 77)
+    world.Barrier()  # (every rank looked before any sends)
+    world.Send(np.arange(5, dtype="d"), right, 77)
+    world.Send(np.arange(2, dtype="d"), right, 78)
+    status = MPI.Status()
+    world.Probe(left, 77, status)
+    assert (status.source, status.tag, status.Get_count(MPI.DOUBLE)) == (left, 77, 5)
+    # Mprobe takes the tag-78 message out: a receive of any tag then gets the tag-77 one.
+    message = world.Mprobe(left, 78, status)
+    assert status.Get_count(MPI.DOUBLE) == 2
+    first = np.zeros(5, "d")
+    world.Recv(first, left, MPI.ANY_TAG, status)
+    assert status.tag == 77 and list(first) == [0, 1, 2, 3, 4]
+    second = np.zeros(2, "d")
+    message.Recv(second)
+    assert list(second) == [0, 1] and message == MPI.MESSAGE_NULL
+    assert world.Improbe(left, 78) is None
+
+
+@pytest.mark.rma(**RANKS)
+def test_cancel_withdraws_an_unmatched_receive(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    buf = np.zeros(1, "i")
+    request = world.Irecv(buf, rank, 4)
+    request.Cancel()
+    status = MPI.Status()
+    request.Wait(status)
+    assert status.Is_cancelled()
+    # The message sent after goes to the next receive, not to the cancelled one.
+    world.Send(np.array([42], "i"), rank, 4)
+    world.Recv(buf, rank, 4)
+    assert buf[0] == 42
+
+
+@pytest.mark.rma(**RANKS)
+def test_persistent_requests_are_reused(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    out, into = np.zeros(3, "i"), np.zeros(3, "i")
+    send = world.Send_init(out, (rank + 1) % size, 6)
+    recv = world.Recv_init(into, (rank - 1) % size, 6)
+    for round_ in range(3):
+        out[:] = round_ * 10 + rank
+        MPI.Prequest.Startall([recv, send])
+        MPI.Request.Waitall([send, recv])
+        assert (into == round_ * 10 + (rank - 1) % size).all()
+        assert send != MPI.REQUEST_NULL  # inactive, not freed
+    send.Free()
+    recv.Free()
+    assert send == MPI.REQUEST_NULL
+
+
+@pytest.mark.rma(**RANKS)
+def test_waitany_and_waitsome_take_the_completed_ones(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    bufs = [np.zeros(1, "i") for _ in range(3)]
+    requests = [world.Irecv(bufs[i], rank, 20 + i) for i in range(3)]
+    world.Send(np.array([2], "i"), rank, 22)
+    status = MPI.Status()
+    assert MPI.Request.Waitany(requests, status) == 2 and status.tag == 22
+    assert requests[2] == MPI.REQUEST_NULL and bufs[2][0] == 2
+    world.Send(np.array([0], "i"), rank, 20)
+    world.Send(np.array([1], "i"), rank, 21)
+    done = []
+    while len(done) < 2:
+        done += MPI.Request.Waitsome(requests)
+    assert sorted(done) == [0, 1] and [b[0] for b in bufs] == [0, 1, 2]
+    assert MPI.Request.Waitsome(requests) is None
+
+
+@pytest.mark.rma(**RANKS)
+def test_proc_null_completes_at_once_with_its_status(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    status = MPI.Status()
+    world.Send(None, MPI.PROC_NULL)
+    world.Ssend(None, MPI.PROC_NULL)
+    world.Recv(None, MPI.PROC_NULL, 0, status)
+    assert (status.source, status.tag, status.Get_count(MPI.BYTE)) == (MPI.PROC_NULL, MPI.ANY_TAG, 0)
+    assert MPI.Status(status) == status
