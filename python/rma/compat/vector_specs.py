@@ -21,6 +21,7 @@ from .buffers import datatype_of_buffer
 from .datatype import Datatype
 from .errors import ERR_BUFFER, ERR_TYPE, ArgumentError
 from .errors import Exception as MPIException
+from .foreign import cuda_interface_array, dlpack_array
 from .memory import bytes_of
 
 __all__: list[str] = []
@@ -79,7 +80,7 @@ def message(spec: Any, *, writable: bool, call: str, rank: int, blocks: int = 1)
     given, or the buffer's elements divided by `blocks`)."""
     buf, count, displ, datatype = _unpack(spec, call, rank)
     raw = bytes_of(buf, writable=writable, call=call)
-    datatype = _check_type(datatype if datatype is not None else datatype_of_buffer(buf), call, rank)
+    datatype = _check_type(datatype if datatype is not None else _datatype_of(buf), call, rank)
     start = 0 if displ is None else _integer(displ, call, rank, "displacement")
     if count is None:
         entries = _entries(raw.nbytes - start * datatype.extent, datatype, call, rank)
@@ -115,7 +116,7 @@ def vector(spec: Any, *, writable: bool, call: str, rank: int, blocks: int) -> S
     else:
         buf, counts, displs, datatype = spec, None, None, None
     raw = bytes_of(buf, writable=writable, call=call)
-    datatype = _check_type(datatype if datatype is not None else datatype_of_buffer(buf), call, rank)
+    datatype = _check_type(datatype if datatype is not None else _datatype_of(buf), call, rank)
     if counts is None:  # the buffer's entries dealt out, the first ranks one more
         entries = _entries(raw.nbytes, datatype, call, rank)
         counts = [entries // blocks + (entries % blocks > i) for i in range(blocks)]
@@ -193,6 +194,20 @@ def _unpack(spec: Any, call: str, rank: int) -> tuple[Any, Any, Any, Datatype | 
     if isinstance(datatype, str):
         datatype = Datatype.fromcode(datatype)
     return buf, count, displ, datatype
+
+
+def _datatype_of(buf: Any) -> Datatype:
+    """The datatype a bare buffer describes; for an object that speaks the CUDA array
+    interface or DLPack (and not the buffer protocol), the element type it declares."""
+    if not hasattr(buf, "dtype") and not isinstance(buf, (bytes, bytearray, memoryview)):
+        try:
+            memoryview(buf)
+        except TypeError:
+            if hasattr(buf, "__cuda_array_interface__"):
+                return Datatype.fromcode(cuda_interface_array(buf).dtype.char)
+            if hasattr(buf, "__dlpack__"):
+                return Datatype.fromcode(dlpack_array(buf).dtype.char)
+    return datatype_of_buffer(buf)
 
 
 def _check_type(datatype: Datatype, call: str, rank: int) -> Datatype:
