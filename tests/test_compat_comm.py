@@ -162,6 +162,52 @@ def test_attributes_run_their_copy_and_delete_callbacks(comm):
 
 
 @pytest.mark.rma(**RANKS)
+def test_windows_and_datatypes_hold_attributes_with_their_callbacks(comm):
+    from rma.compat import MPI
+
+    events = []
+    keyval = MPI.Win.Create_keyval(None, lambda obj, k, value: events.append((type(obj).__name__, value)))
+    win = MPI.Win.Allocate(8, 1, comm=MPI.COMM_WORLD)
+    assert win.Get_attr(keyval) is None
+    win.Set_attr(keyval, "a")
+    win.Set_attr(keyval, "b")  # over "a": "a" goes through delete
+    assert events == [("Win", "a")] and win.Get_attr(keyval) == "b"
+    assert win.Get_attr(MPI.WIN_SIZE) == 8  # (MPI's own keyvals still answer)
+    with pytest.raises(MPI.Exception) as own:
+        win.Set_attr(MPI.WIN_SIZE, 1)
+    assert own.value.Get_error_class() == MPI.ERR_KEYVAL
+    with pytest.raises(MPI.Exception) as invalid:
+        win.Get_attr(MPI.KEYVAL_INVALID)
+    assert invalid.value.Get_error_class() == MPI.ERR_KEYVAL
+    win.Free()  # runs the delete callback of what is left
+    assert events == [("Win", "a"), ("Win", "b")]
+    assert MPI.Win.Free_keyval(keyval) == MPI.KEYVAL_INVALID
+    # WIN_NULL has no error handler; a window's ERRORS_RETURN handler returns for any code.
+    for call, args in ((MPI.WIN_NULL.Get_errhandler, ()), (MPI.WIN_NULL.Set_errhandler, (MPI.ERRORS_RETURN,))):
+        with pytest.raises(MPI.Exception) as null:
+            call(*args)
+        assert null.value.Get_error_class() == MPI.ERR_WIN
+    win = MPI.Win.Create(MPI.BOTTOM, comm=MPI.COMM_WORLD)
+    win.Call_errhandler(MPI.ERR_OTHER)
+    win.Free()
+
+    copied = MPI.Datatype.Create_keyval(lambda t, k, value: value * 2, lambda t, k, value: events.append(value))
+    pair = MPI.INT.Create_contiguous(2)
+    pair.Set_attr(copied, 21)
+    assert MPI.Datatype(pair).Get_attr(copied) == 21  # (another object for the same type)
+    twin = pair.Dup()
+    assert twin.Get_attr(copied) == 42 and MPI.INT.Get_attr(copied) is None
+    twin.Free()
+    pair.Delete_attr(copied)
+    assert events[-2:] == [42, 21]
+    pair.Free()
+    MPI.Datatype.Free_keyval(copied)
+    with pytest.raises(MPI.Exception) as gone:
+        MPI.INT.Get_attr(copied)
+    assert gone.value.Get_error_class() == MPI.ERR_KEYVAL
+
+
+@pytest.mark.rma(**RANKS)
 def test_group_algebra_and_translate_ranks(comm):
     from rma.compat import MPI
 

@@ -1,4 +1,4 @@
-"""Attributes of communicators as mpi4py has them: the predefined keyvals MPI sets on
+"""Attributes of communicators (and windows) as mpi4py has them: the predefined keyvals MPI sets on
 COMM_WORLD (TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM, LASTUSEDCODE) and the
 user's keyvals (Comm.Create_keyval), with their copy callback run by Dup and their delete
 callback run by Delete_attr, by Set_attr over a value and by Free.
@@ -73,7 +73,7 @@ def _run(callback: Callable[[Any, int, Any], Any], owner: Any, number: int, valu
 
 
 class Attributes:
-    """The attributes one communicator holds: keyval -> (its Keyval, value)."""
+    """The attributes one communicator or window holds: keyval -> (its Keyval, value)."""
 
     __slots__ = ("_values",)
 
@@ -115,7 +115,7 @@ class Attributes:
                 made._values[number] = (kind, new)
         return made
 
-    def clear(self, owner: Any) -> None:
-        """Delete every value, newest first (as Free does before the communicator goes)."""
+    def clear(self, owner: Any, call: str = "Comm.Free") -> None:
+        """Delete every value, newest first (as Free does before the communicator or window goes)."""
         for number in reversed(list(self._values)):
-            self.delete(owner, number, "Comm.Free")
+            self.delete(owner, number, call)

@@ -49,6 +49,18 @@ _names: dict[int, str] = {}
 Run = tuple[int, int]
 
 
+# The user's attributes of the types that have any, by handle.
+_attributes_of: dict[int, Any] = {}
+
+
+def _attributes(handle: int) -> Any:
+    """The attributes of type `handle` (an attributes.Attributes, made at the first use).
+    attributes.py is imported late, as errors.py is (see _error)."""
+    from .attributes import Attributes
+
+    return _attributes_of.setdefault(handle, Attributes())
+
+
 def _error(error_class: str, message: str) -> BaseException:
     """Return the facade's MPI.Exception with the error class named (``"ERR_TYPE"``...).
     errors.py is imported here, late, so that the two modules' import order does not matter."""
@@ -255,9 +267,44 @@ class Datatype:
     # Constructors. Each one says where blocks of consecutive copies of self go, in bytes.
 
     def Dup(self) -> Datatype:
-        """Return a new derived type with the same layout (a new handle: not equal to self)."""
+        """Return a new derived type with the same layout (a new handle: not equal to self), and
+        the attributes their keyvals' copy callbacks give it."""
         basic = self._basic_dtype()
-        return Datatype._make(basic, self._runs, self._lb, self._extent)
+        made = Datatype._make(basic, self._runs, self._lb, self._extent)
+        if self._handle in _attributes_of:
+            _attributes_of[made._handle] = _attributes_of[self._handle].copied(self)
+        return made
+
+    # Attributes: the user's keyvals (Create_keyval), held per type (by handle: Datatype(other)
+    # is the same type). No keyval of MPI's own is set on a datatype.
+
+    def Get_attr(self, keyval: int) -> Any:  # noqa: N802
+        """The value of the user's attribute `keyval`, or None if this type has none."""
+        self._basic_dtype()
+        return _attributes(self._handle).get(keyval, "Datatype.Get_attr")[1]
+
+    def Set_attr(self, keyval: int, attrval: Any) -> None:  # noqa: N802
+        self._basic_dtype()
+        _attributes(self._handle).set(self, keyval, attrval, "Datatype.Set_attr")
+
+    def Delete_attr(self, keyval: int) -> None:  # noqa: N802
+        self._basic_dtype()
+        _attributes(self._handle).delete(self, keyval, "Datatype.Delete_attr")
+
+    @classmethod
+    def Create_keyval(cls, copy_fn: Any = None, delete_fn: Any = None, nopython: bool = False) -> int:  # noqa: N802
+        """A new keyval: `copy_fn(type, keyval, value)` gives a Dup's value, `delete_fn(type,
+        keyval, value)` runs when the value goes (the rules of Comm.Create_keyval)."""
+        from . import attributes
+
+        return attributes.create(copy_fn, delete_fn)
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:  # noqa: N802
+        from . import attributes
+
+        attributes.free(keyval, "Datatype.Free_keyval")
+        return -1  # (MPI.KEYVAL_INVALID)
 
     def Create_contiguous(self, count: int) -> Datatype:
         """Return ``count`` copies of self, one extent apart."""
@@ -365,6 +412,9 @@ class Datatype:
         if self._predefined:
             raise _error("ERR_TYPE", f"cannot free the predefined datatype {self.Get_name()}")
         _names.pop(self._handle, None)
+        held = _attributes_of.pop(self._handle, None)
+        if held is not None:
+            held.clear(self, "Datatype.Free")
         self._set_null()
 
     # Names and kinds.

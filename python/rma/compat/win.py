@@ -8,6 +8,8 @@ per contiguous run of the target's layout, all in the same epoch (win_targets.py
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -15,9 +17,12 @@ import numpy as np
 import rma as _rma
 from rma._native import _core
 
+from . import attributes as _attributes
+from .attributes import Attributes
 from .buffers import origin_elements, result_elements
 from .comm import COMM_SELF, Comm
 from .constants import (
+    KEYVAL_INVALID,
     LOCK_EXCLUSIVE,
     LOCK_SHARED,
     PROC_NULL,
@@ -34,7 +39,7 @@ from .constants import (
     WIN_UNIFIED,
 )
 from .errhandler import ERRORS_RETURN, Errhandler, checked
-from .errors import ERR_ARG, ERR_LOCKTYPE, ERR_WIN, TRANSLATED, as_mpi, translated
+from .errors import ERR_ARG, ERR_KEYVAL, ERR_LOCKTYPE, ERR_WIN, SUCCESS, TRANSLATED, as_mpi, translated
 from .errors import Exception as MPIException
 from .group import Group
 from .info import INFO_NULL, Info, hints_of
@@ -87,6 +92,7 @@ class Win(_core.FacadeWindow):
         self._group_ranks: dict[tuple[int, ...], list[int]] = {}  # world ranks of a group -> its ranks here
         self._name = win._name if win is not None else "MPI_WIN_NULL"
         self._errhandler = Errhandler(ERRORS_RETURN)
+        self._attrs = win._attrs if win is not None else Attributes()  # (the user's keyvals' values)
 
     # ---- creation (collective) ----
 
@@ -141,7 +147,9 @@ class Win(_core.FacadeWindow):
 
     @translated
     def Free(self) -> None:  # noqa: N802
-        self._open("Free").free()
+        window = self._open("Free")
+        self._attrs.clear(self, "Win.Free")  # (delete callbacks first, as MPI's Win_free runs them)
+        window.free()
         self._adopt(None)
 
     @translated
@@ -349,6 +357,8 @@ class Win(_core.FacadeWindow):
         return window.shared(rank).view(buffer), self._units[rank]
 
     def Get_attr(self, keyval: int) -> Any:  # noqa: N802
+        """The value of attribute `keyval`: MPI's window keyvals (WIN_BASE...) or the user's
+        (Create_keyval; None where this window has no value). An unknown keyval: ERR_KEYVAL."""
         self._open("Get_attr")
         if keyval == WIN_BASE:
             return self._base
@@ -360,7 +370,26 @@ class Win(_core.FacadeWindow):
             return self._flavor
         if keyval == WIN_MODEL:
             return self.model
-        return None
+        return self._attrs.get(keyval, "Win.Get_attr")[1]
+
+    def Set_attr(self, keyval: int, attrval: Any) -> None:  # noqa: N802
+        self._open("Set_attr")
+        self._attrs.set(self, _user_keyval(keyval, "Win.Set_attr"), attrval, "Win.Set_attr")
+
+    def Delete_attr(self, keyval: int) -> None:  # noqa: N802
+        self._open("Delete_attr")
+        self._attrs.delete(self, _user_keyval(keyval, "Win.Delete_attr"), "Win.Delete_attr")
+
+    @classmethod
+    def Create_keyval(cls, copy_fn: Any = None, delete_fn: Any = None, nopython: bool = False) -> int:  # noqa: N802
+        """A new keyval for windows: `delete_fn(win, keyval, value)` runs when its value goes
+        (Delete_attr, Set_attr over it, Free). Windows are not duplicated: copy_fn is kept unused."""
+        return _attributes.create(copy_fn, delete_fn)
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:  # noqa: N802
+        _attributes.free(keyval, "Win.Free_keyval")
+        return KEYVAL_INVALID
 
     @property
     def attrs(self) -> tuple[int, int, int]:
@@ -407,10 +436,21 @@ class Win(_core.FacadeWindow):
     name = property(Get_name, Set_name)
 
     def Get_errhandler(self) -> Errhandler:  # noqa: N802
+        self._open("Get_errhandler")
         return Errhandler(self._errhandler)
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:  # noqa: N802
+        self._open("Set_errhandler")
         self._errhandler = checked(errhandler, "Win.Set_errhandler")
+
+    def Call_errhandler(self, errorcode: int) -> None:  # noqa: N802
+        """Invoke this window's error handler with `errorcode`, as a failing call would:
+        ERRORS_RETURN returns; ERRORS_ARE_FATAL and ERRORS_ABORT end the process for an error
+        (rmarun then stops the job), as MPI's do."""
+        self._open("Call_errhandler")
+        if errorcode != SUCCESS and self._errhandler != ERRORS_RETURN:
+            print(f"rma.compat: Win.Call_errhandler: error {errorcode} under {self._errhandler!r}", file=sys.stderr)
+            os._exit(errorcode if 0 < errorcode < 256 else 1)
 
     # ---- helpers ----
 
@@ -451,6 +491,12 @@ class Win(_core.FacadeWindow):
         return "<MPI.Win WIN_NULL>" if self._win is _NULL_WINDOW else f"<MPI.Win over {self._win!r}>"
 
 
+def _user_keyval(keyval: int, call: str) -> int:
+    if keyval in (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL):
+        raise MPIException(ERR_KEYVAL, f"rma.compat: {call}: keyval {keyval} is MPI's own, set by the library")
+    return keyval
+
+
 def _scale_of(flavor: int, units: list[int]) -> list[int]:
     """Bytes per displacement unit by rank, for the compiled base (none: bytes already)."""
     return [] if flavor == WIN_FLAVOR_DYNAMIC else units
@@ -467,6 +513,6 @@ def _size(value: Any, call: str) -> int:
 
 
 # mpi4py's window calls that the facade does not cover.
-refuse(Win, "Set_attr Delete_attr Create_keyval Free_keyval Call_errhandler Create_errhandler f2py py2f fromhandle")
+refuse(Win, "Create_errhandler f2py py2f fromhandle")
 
 WIN_NULL = Win()
