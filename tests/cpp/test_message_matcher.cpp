@@ -92,5 +92,58 @@ int main() {
     CHECK(!matcher.filled(*empty));
     CHECK(got(matcher, *matcher.post(kContext, 1, 5)) == "kept");
   });
+
+  test::run("a probe sees the message a receive would take and leaves it; a matched probe takes it", [] {
+    MessageMatcher matcher;
+    CHECK(!matcher.peek(kContext, MessageMatcher::kAnySource, MessageMatcher::kAnyUserTag));
+    matcher.deliver(kContext, 2, 7, bytes("abc"));
+    matcher.deliver(kContext, 1, 8, bytes("later"));
+    matcher.deliver(kContext, 1, -3, bytes("collective"));  // never seen by a user's probe
+    auto seen = matcher.peek(kContext, MessageMatcher::kAnySource, MessageMatcher::kAnyUserTag);
+    CHECK(seen && seen->source == 2 && seen->tag == 7 && seen->bytes == 3);
+    auto from_one = matcher.peek(kContext, 1, MessageMatcher::kAnyUserTag);
+    CHECK(from_one && from_one->tag == 8);
+    auto taken = matcher.take_matching(kContext, MessageMatcher::kAnySource, MessageMatcher::kAnyUserTag);
+    CHECK(taken && text(taken->data) == "abc");
+    // Taken out: the next receive of any source gets the later message.
+    CHECK(got(matcher, *matcher.post(kContext, MessageMatcher::kAnySource, MessageMatcher::kAnyUserTag)) == "later");
+    CHECK(!matcher.take_matching(kContext, MessageMatcher::kAnySource, MessageMatcher::kAnyUserTag));
+    CHECK(text(*matcher.take(kContext, 1, -3)) == "collective");
+  });
+
+  test::run("a synchronous message owes its acknowledgement once, when it matches", [] {
+    MessageMatcher matcher;
+    matcher.deliver(kContext, 4, 1, bytes("queued"), 11);
+    CHECK(matcher.take_acks().empty());  // unexpected: not matched yet
+    CHECK(matcher.peek(kContext, 4, 1));
+    CHECK(matcher.take_acks().empty());  // a probe does not match it
+    auto receive = matcher.post(kContext, 4, 1);
+    auto acks = matcher.take_acks();
+    CHECK(acks.size() == 1 && acks[0].source == 4 && acks[0].id == 11 && acks[0].context == kContext);
+    CHECK(matcher.take_acks().empty());
+    // Matching a posted receive; withdrawn later, its message does not owe a second one.
+    auto posted = matcher.post(kContext, 4, 2);
+    matcher.deliver(kContext, 4, 2, bytes("direct"), 12);
+    CHECK(matcher.take_acks().size() == 1);
+    matcher.withdraw(posted);
+    CHECK(got(matcher, *matcher.post(kContext, 4, 2)) == "direct");
+    CHECK(matcher.take_acks().empty());
+    // A matched probe matches too.
+    matcher.deliver(kContext, 4, 3, bytes("probed"), 13);
+    CHECK(matcher.take_matching(kContext, 4, 3));
+    CHECK(matcher.take_acks().size() == 1);
+    CHECK(got(matcher, *receive) == "queued");
+  });
+
+  test::run("cancel withdraws a receive only while no message matched it", [] {
+    MessageMatcher matcher;
+    auto waiting = matcher.post(kContext, 1, 5);
+    CHECK(matcher.cancel(waiting));
+    matcher.deliver(kContext, 1, 5, bytes("after"));
+    CHECK(!matcher.filled(*waiting));
+    auto filled = matcher.post(kContext, 1, 5);
+    CHECK(!matcher.cancel(filled));
+    CHECK(got(matcher, *filled) == "after");
+  });
   return test::finish();
 }
