@@ -6,7 +6,7 @@ persistent requests, Waitany/Waitsome, statuses."""
 import numpy as np
 import pytest
 
-RANKS = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory"])
+RANKS = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 
 
 @pytest.mark.rma(**RANKS)
@@ -59,7 +59,7 @@ def test_a_message_too_large_for_the_buffer_is_err_truncate(comm):
     assert error.value.Get_error_class() == MPI.ERR_TRUNCATE
 
 
-@pytest.mark.rma(nprocs=[2, 3, 4], transports=["shared-memory"])
+@pytest.mark.rma(nprocs=[2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 def test_issend_completes_only_once_its_receive_matched(comm):
     import time
 

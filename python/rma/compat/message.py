@@ -56,7 +56,7 @@ class Message:
             raise MPIException(ERR_REQUEST, f"rma.compat: Message.{call}: the message is MPI.MESSAGE_NULL")
         done = self._done()
         done.value = self._data
-        if self._kind == "message":
+        if self is not MESSAGE_NO_PROC:  # (the predefined handle stays itself, as in MPI)
             self._kind, self._data = "null", None
         return done
 
@@ -128,6 +128,15 @@ class Message:
 
     def __hash__(self) -> int:
         return hash(self._kind)
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # As mpi4py's: the predefined handles pickle by name, a copy of them as a copy; a matched
+        # message belongs to this process and does not pickle.
+        if self is MESSAGE_NULL or self is MESSAGE_NO_PROC:
+            return "MESSAGE_NULL" if self is MESSAGE_NULL else "MESSAGE_NO_PROC"
+        if self._kind == "message":
+            raise ValueError("rma.compat: a matched MPI.Message cannot be pickled: it belongs to this process")
+        return (Message, (MESSAGE_NULL if self._kind == "null" else MESSAGE_NO_PROC,))
 
 
 MESSAGE_NULL = Message()

@@ -451,6 +451,14 @@ class Request:
     def __bool__(self) -> bool:
         return self._state is not None
 
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # As mpi4py's: REQUEST_NULL pickles by name; a request under way belongs to this process.
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if self._state is None:
+            return (type(self), ())
+        raise ValueError("rma.compat: an MPI.Request cannot be pickled: it belongs to this process")
+
 
 class Prequest(Request):
     """A persistent request (MPI_Send_init, MPI_Recv_init): Start() runs its operation again;
