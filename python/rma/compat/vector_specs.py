@@ -28,33 +28,37 @@ __all__: list[str] = []
 
 
 class Part:
-    """One rank's elements of a buffer: `runs` of (byte offset in `raw`, elements) of `dtype`."""
+    """One rank's elements of a buffer: `runs` of (byte offset in `raw`, elements) of `dtype`;
+    `view`, the elements as one array, when they are contiguous (the common case)."""
 
-    __slots__ = ("raw", "runs", "dtype", "datatype", "count")
+    __slots__ = ("raw", "runs", "dtype", "datatype", "count", "view")
 
-    def __init__(self, raw: np.ndarray, runs: list[tuple[int, int]], datatype: Datatype, count: int) -> None:
-        self.raw, self.runs, self.datatype, self.count = raw, runs, datatype, count
-        self.dtype = datatype.basic
+    def __init__(
+        self, raw: np.ndarray, runs: list[tuple[int, int]], datatype: Datatype, count: int, view: np.ndarray | None
+    ) -> None:
+        self.raw, self.runs, self.datatype, self.count, self.view = raw, runs, datatype, count, view
+        self.dtype = view.dtype if view is not None else datatype.basic
 
     @property
     def size(self) -> int:
         """The number of basic elements."""
-        return sum(n for _, n in self.runs)
+        return self.view.size if self.view is not None else sum(n for _, n in self.runs)
 
     def read(self) -> np.ndarray:
-        """The elements, in type-map order, as one 1-D array (a copy: it is sent later)."""
+        """The elements, in type-map order, as one 1-D array: a view of the caller's memory when
+        contiguous (read when the collective runs, which is when MPI lets it read them)."""
+        if self.view is not None:
+            return self.view
         itemsize = self.dtype.itemsize
-        if len(self.runs) == 1:
-            offset, n = self.runs[0]
-            return self.raw[offset : offset + n * itemsize].view(self.dtype).copy()
-        if not self.runs:
-            return np.zeros(0, self.dtype)
         return np.concatenate([self.raw[o : o + n * itemsize].view(self.dtype) for o, n in self.runs])
 
     def write(self, values: np.ndarray) -> None:
         """Store `values` (this part's element count) into the runs, in type-map order."""
-        itemsize = self.dtype.itemsize
         flat = np.asarray(values).reshape(-1)
+        if self.view is not None:
+            self.view[...] = flat
+            return
+        itemsize = self.dtype.itemsize
         at = 0
         for offset, n in self.runs:
             self.raw[offset : offset + n * itemsize].view(self.dtype)[...] = flat[at : at + n]
@@ -64,13 +68,26 @@ class Part:
 class Spec:
     """A buffer specification parsed: its bytes, datatype, and one Part per block."""
 
-    __slots__ = ("raw", "datatype", "counts", "displs", "buf")
+    __slots__ = ("raw", "datatype", "counts", "displs", "buf", "elements")
 
-    def __init__(self, raw: np.ndarray, datatype: Datatype, counts: list[int], displs: list[int], buf: Any) -> None:
+    def __init__(
+        self,
+        raw: np.ndarray,
+        datatype: Datatype,
+        counts: list[int],
+        displs: list[int],
+        buf: Any,
+        elements: np.ndarray | None = None,
+    ) -> None:
         self.raw, self.datatype, self.counts, self.displs, self.buf = raw, datatype, counts, displs, buf
+        self.elements = elements  # a bare array's elements (1-D), whose blocks are slices
 
     def part(self, index: int = 0, call: str = "", rank: int = 0) -> Part:
         """The elements of block `index`: counts[index] copies of the datatype at displs[index] extents."""
+        if self.elements is not None:
+            count, first = self.counts[index], self.displs[index]
+            runs = [(first * self.elements.itemsize, count)] if count else []
+            return Part(self.raw, runs, self.datatype, count, self.elements[first : first + count])
         start = self.displs[index] * self.datatype.extent
         return part_at(self.raw, self.datatype, self.counts[index], start, call, rank)
 
@@ -78,6 +95,17 @@ class Spec:
 def message(spec: Any, *, writable: bool, call: str, rank: int, blocks: int = 1) -> Spec:
     """A one-message specification, or `blocks` equal consecutive messages (count per block:
     given, or the buffer's elements divided by `blocks`)."""
+    if type(spec) is np.ndarray and _plain(spec.flags, writable):
+        # A bare NumPy array, the common case: its dtype's datatype, remembered.
+        datatype = _array_types.get(spec.dtype)
+        if datatype is None:
+            datatype = _array_types[spec.dtype] = _check_type(datatype_of_buffer(spec), call, rank)
+        size = spec.size
+        if blocks == 1 or size % blocks == 0:
+            count = size // blocks
+            elements = spec.reshape(-1)
+            displs = [i * count for i in range(blocks)] if blocks > 1 else [0]
+            return Spec(elements.view(np.uint8), datatype, [count] * blocks, displs, spec, elements)
     buf, count, displ, datatype = _unpack(spec, call, rank)
     raw = bytes_of(buf, writable=writable, call=call)
     datatype = _check_type(datatype if datatype is not None else _datatype_of(buf), call, rank)
@@ -92,6 +120,10 @@ def message(spec: Any, *, writable: bool, call: str, rank: int, blocks: int = 1)
         count = entries // blocks
     count = _nonnegative(count, call, rank, "count")
     return Spec(raw, datatype, [count] * blocks, [start + i * count for i in range(blocks)], buf)
+
+
+def _plain(flags: Any, writable: bool) -> bool:
+    return flags.c_contiguous and (flags.writeable or not writable)
 
 
 def vector(spec: Any, *, writable: bool, call: str, rank: int, blocks: int) -> Spec:
@@ -158,15 +190,36 @@ def vector_w(spec: Any, *, writable: bool, call: str, rank: int, blocks: int) ->
 
 
 def part_at(raw: np.ndarray, datatype: Datatype, count: int, start: int, call: str, rank: int) -> Part:
-    runs = [(start + offset, n) for offset, n in datatype.blocks(count) if n]
+    """The Part of `count` copies of `datatype` at byte `start` of `raw` (checked to be inside)."""
     itemsize = datatype.basic.itemsize
+    if _contiguous(datatype):  # (a predefined type: one run, no layout to work out)
+        runs = [(start, count)] if count else []
+    else:
+        runs = [(start + offset, n) for offset, n in datatype.blocks(count) if n]
     end = max((o + n * itemsize for o, n in runs), default=0)
     if end > raw.nbytes or (runs and min(o for o, _ in runs) < 0):
         raise MPIException(
             ERR_BUFFER,
             f"rma.compat: {call}: rank {rank}'s buffer holds {raw.nbytes} bytes, the message needs {end}",
         )
-    return Part(raw, runs, datatype, count)
+    view = None
+    if len(runs) <= 1:
+        offset, n = runs[0] if runs else (0, 0)
+        view = raw[offset : offset + n * itemsize].view(datatype.basic)
+    return Part(raw, runs, datatype, count, view)
+
+
+_array_types: dict[np.dtype[Any], Datatype] = {}  # a NumPy dtype -> the datatype of its arrays
+_contiguous_types: dict[int, bool] = {}  # datatype handle -> whether one copy is one element
+
+
+def _contiguous(datatype: Datatype) -> bool:
+    known = _contiguous_types.get(datatype.handle)
+    if known is None:
+        known = datatype.blocks(1) == [(0, 1)] and datatype.extent == datatype.basic.itemsize
+        if datatype.is_predefined:
+            _contiguous_types[datatype.handle] = known
+    return known
 
 
 def _unpack(spec: Any, call: str, rank: int) -> tuple[Any, Any, Any, Datatype | None]:
