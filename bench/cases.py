@@ -44,6 +44,11 @@ COMMUNICATOR_CASES = [
     "comm_split_type",
 ]
 ARRAY_SIZES = [8, 4096, 65536, 1048576]
+# The buffer collectives in mpi4py's spelling, on 2 and 4 ranks (--collectives), float64 arrays
+# by size: mpi4py over each MPI, and the same code on rma's facade (rmarun --mpi4py); rma's own
+# API where it has the call (Bcast, Allreduce).
+COLLECTIVE_CASES = ["coll_Bcast", "coll_Gather", "coll_Allreduce", "coll_Iallreduce"]
+COLLECTIVE_SIZES = [8, 1048576]
 
 
 def iterations(size: int) -> int:
@@ -71,6 +76,9 @@ class SameSpelling:
 
     def sendrecv(self, value, dest, source):
         return self.comm.sendrecv(value, dest, source=source)
+
+    def Bcast(self, data):  # noqa: N802
+        self.comm.Bcast(data, 0)
 
 
 class Rma(SameSpelling):
@@ -231,6 +239,12 @@ class Mpi4py(SameSpelling):
     def split_type(self):
         self.comm.Split_type(self.MPI.COMM_TYPE_SHARED).Free()
 
+    def Gather(self, data, result):  # noqa: N802
+        self.comm.Gather(data, result, 0)
+
+    def Iallreduce(self, data, result):  # noqa: N802
+        self.comm.Iallreduce(data, result).Wait()
+
 
 def timed(step, count: int) -> float:
     """Median seconds of one step, over `count` steps."""
@@ -373,6 +387,27 @@ def array_allreduce(b, size: int) -> float | None:
     return elapsed if b.rank == 0 else None
 
 
+def collective_case(b, case: str, size: int) -> float | None:
+    """Seconds per call of one buffer collective of `size` bytes of float64 (root 0), on rank
+    0; None where the backend has no such call (rma's own API has no Gather of arrays)."""
+    call = getattr(b, case.removeprefix("coll_"), None)
+    if call is None:
+        return None
+    data = np.ones(size // 8)
+    if case == "coll_Gather":
+        result = np.zeros(size // 8 * b.size) if b.rank == 0 else None
+        step = lambda: call(data, result)  # noqa: E731
+    elif case == "coll_Bcast":
+        step = lambda: call(data)  # noqa: E731
+    else:
+        result = np.zeros(size // 8)
+        step = lambda: call(data, result)  # noqa: E731
+    b.barrier()
+    elapsed = timed(step, iterations(size))
+    b.barrier()
+    return elapsed if b.rank == 0 else None
+
+
 def contended_fetch_and_op(b) -> float | None:
     """Operations per second when every rank hammers one counter on rank 0 (4 ranks)."""
     win = b.allocate(64)
@@ -396,8 +431,16 @@ def main() -> None:
     parser.add_argument("--cases", default="all")
     parser.add_argument("--contended", action="store_true", help="only the contended fetch_and_op case")
     parser.add_argument("--communicator", action="store_true", help="only the communicator's cases")
+    parser.add_argument("--collectives", action="store_true", help="only the buffer collectives' cases")
     args = parser.parse_args()
     b = Rma() if args.backend == "rma" else Mpi4py()
+    if args.collectives:
+        for case in COLLECTIVE_CASES:
+            for size in COLLECTIVE_SIZES:
+                value = collective_case(b, case, size)
+                if b.rank == 0 and value is not None:
+                    print(json.dumps({"case": case, "size": size, "value": value}), flush=True)
+        return
     if args.communicator:
         for case in COMMUNICATOR_CASES:
             value = communicator_case(b, case)

@@ -189,6 +189,12 @@ def main() -> None:
         help="also run rma as installed for this interpreter (another build), interleaved; "
         "the table gains its column and baseline / rma",
     )
+    parser.add_argument(
+        "--collectives",
+        action="store_true",
+        help="only the buffer collectives (rma, rma.compat and each MPI, at 2 and 4 ranks); "
+        "writes results.md as the full run does",
+    )
     args = parser.parse_args()
     if args.hosts:
         import across_hosts
@@ -205,13 +211,22 @@ def main() -> None:
             [(rmarun(2, [], python=python), 0), (rmarun(4, ["--contended"], python=python), 0)]
             + [(rmarun(n, ["--communicator"], python=python), n) for n in COMMUNICATOR_RANKS]
             + [(rmarun(n, SCALING_CASES, python=python), n) for n in SCALING_RANKS]
+            + [(rmarun(n, ["--collectives"], python=python), n) for n in COMMUNICATOR_RANKS]
         )
 
+    # The facade: cases.py's mpi4py code, the window cases and the buffer collectives.
+    compat_jobs = [(rmarun(2, [], "mpi4py"), 0)]
+    compat_jobs += [(rmarun(n, ["--collectives"], "mpi4py"), n) for n in COMMUNICATOR_RANKS]
     systems: dict[str, list[tuple[list[str], int]]] = {
         "rma": rma_jobs(),
-        COMPAT: [(rmarun(2, [], "mpi4py"), 0)],
+        COMPAT: compat_jobs,
         CHECKED: [(["env", "RMA_CHECK=1", *rmarun(2, ["--cases", CHECKED_CASES])], 0)],
     }
+    if args.collectives:  # only the buffer collectives' jobs
+        systems = {
+            "rma": [(rmarun(n, ["--collectives"]), n) for n in COMMUNICATOR_RANKS],
+            COMPAT: compat_jobs[1:],
+        }
     if args.baseline:
         systems[BASELINE] = rma_jobs(args.baseline)
     c_systems: dict[str, tuple[Path, str]] = {}
@@ -221,12 +236,17 @@ def main() -> None:
                 continue
             python = ensure_env(name, package)
             if python is not None:
+                collectives = [(mpiexec(python, package, n, ["--collectives"]), n) for n in COMMUNICATOR_RANKS]
+                if args.collectives:
+                    systems[name] = collectives
+                    continue
                 systems[name] = [
                     (mpiexec(python, package, 2, []), 0),
                     (mpiexec(python, package, 4, ["--contended"]), 0),
                 ]
                 systems[name] += [(mpiexec(python, package, n, ["--communicator"]), n) for n in COMMUNICATOR_RANKS]
                 systems[name] += [(mpiexec(python, package, n, SCALING_CASES), n) for n in SCALING_RANKS]
+                systems[name] += collectives
                 c_systems[C_COLUMNS[package]] = (python, package)
 
     values: dict[tuple[str, int, str], list[float]] = {}
@@ -246,12 +266,13 @@ def main() -> None:
                 f"repetition {repetition}/{args.repetitions}: {name} ({len(results)} results, "
                 f"{time.monotonic() - started:.1f} s; {time.monotonic() - began:.0f} s so far)"
             )
-    for result in core_bench():
-        values.setdefault((result["case"], result["size"], CORE), []).append(result["value"])
+    if not args.collectives:
+        for result in core_bench():
+            values.setdefault((result["case"], result["size"], CORE), []).append(result["value"])
     for column, (python, package) in c_systems.items():
         for result in c_mpi_bench(python, package):
             values.setdefault((result["case"], result["size"], column), []).append(result["value"])
-    facade = facade_cost()
+    facade = facade_cost() if not args.collectives else {}
     sizes = sorted({size for (_, size, _) in values})
     ceiling = memcpy_ceiling(sizes)
     write_results(values, ceiling, list(systems), facade)
@@ -279,6 +300,9 @@ def write_results(values, ceiling, names, facade) -> None:
                 row["rma / best mpi4py"] = row["rma"] / reference
             if COMPAT in row and "rma" in row:
                 row["compat / rma"] = row[COMPAT] / row["rma"]
+            if best and COMPAT in row:
+                reference = max(best) if higher_better else min(best)
+                row["compat / best mpi4py"] = row[COMPAT] / reference
             if CHECKED in row and "rma" in row:
                 row["checked / rma"] = row[CHECKED] / row["rma"]
             if BASELINE in row and "rma" in row:
@@ -291,7 +315,8 @@ def write_results(values, ceiling, names, facade) -> None:
     columns = (
         ["case", "size"]
         + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
-        + ["memcpy", "rma / best mpi4py", "compat / rma", "checked / rma", "baseline / rma", "core / best C MPI"]
+        + ["memcpy", "rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma"]
+        + ["baseline / rma", "core / best C MPI"]
     )
     with open(RESULTS / "results.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
@@ -299,12 +324,14 @@ def write_results(values, ceiling, names, facade) -> None:
         writer.writerows(rows)
     with open(RESULTS / "results.md", "w") as out:
         out.write(markdown_table(rows, names, mpis))
-        out.write(facade_table(facade))
+        if facade:  # (not measured by a --collectives run)
+            out.write(facade_table(facade))
     plot(rows, names)
 
 
 def markdown_table(rows, names, mpis) -> str:
-    ratios = ["rma / best mpi4py", "compat / rma", "checked / rma"] + (["baseline / rma"] if BASELINE in names else [])
+    ratios = ["rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma"]
+    ratios += ["baseline / rma"] if BASELINE in names else []
     header = ["case", "size"] + names + ["memcpy", *ratios] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
@@ -331,7 +358,8 @@ def markdown_table(rows, names, mpis) -> str:
         "below 1 means rma is faster than the best mpi4py; bandwidth and throughput: higher is "
         "better, and a ratio above 1 means rma is faster. memcpy: one copy of the same size in "
         "one process. rma.compat: cases.py's mpi4py code unchanged on rma's mpi4py facade "
-        "(rmarun --mpi4py); compat / rma is what the facade costs over rma's own calls. "
+        "(rmarun --mpi4py); compat / rma is what the facade costs over rma's own calls, and "
+        "compat / best mpi4py compares it with mpi4py over the best MPI. "
         f"{CHECKED}: the small cases under the conflict checker; checked / rma is its cost. "
         f"{BASELINE} (--baseline): another build of rma; baseline / rma above 1 means this build's "
         "latency is lower. The last "

@@ -32,6 +32,11 @@ TITLES = {
     "comm_isend_irecv": "comm irecv + isend + waits around a ring",
     "comm_split_type": "comm split_type host (mpi4py: Split_type + Free)",
     "comm_Allreduce": "comm Allreduce of a float64 array",
+    # The buffer collectives in mpi4py's spelling (bench/cases.py --collectives), root 0.
+    "coll_Bcast": "Bcast of a float64 array",
+    "coll_Gather": "Gather of a float64 array (per rank)",
+    "coll_Allreduce": "Allreduce (SUM) of a float64 array",
+    "coll_Iallreduce": "Iallreduce + Wait (SUM) of a float64 array",
 }
 
 
