@@ -98,12 +98,14 @@ def _parse(spec: Any, *, writable: bool, call: str) -> tuple[np.ndarray, Datatyp
     if isinstance(spec, (list, tuple)):
         items = list(spec)
         if not 1 <= len(items) <= 4:
-            raise MPIException(
-                ERR_ARG, f"rma.compat: {call}: a buffer specification has 1 to 4 items, not {len(items)}"
-            )
+            # (A malformed specification is a ValueError, as in mpi4py.)
+            raise ValueError(f"rma.compat: {call}: a buffer specification has 1 to 4 items, not {len(items)}")
         buf, rest = items[0], items[1:]
-        if rest and _is_datatype(rest[-1]):
-            datatype = _datatype(rest.pop())
+        # The last of 3 or 4 items is the datatype (None: the buffer's own); of 2, the second is
+        # a count (an int or (count, displacement)) unless it is a datatype or None.
+        if len(items) >= 3 or (rest and (rest[-1] is None or _is_datatype(rest[-1]))):
+            last = rest.pop()
+            datatype = _datatype(last) if last is not None else None
         if len(rest) == 2:
             count, displ = rest
         elif len(rest) == 1:
