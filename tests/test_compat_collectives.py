@@ -195,6 +195,28 @@ def test_nonblocking_collectives_overlap_point_to_point_messages(comm):
     assert started.Test() and late.tolist() == [42 if rank else 0]
 
 
+@pytest.mark.rma(**SIZES)
+def test_persistent_collectives_run_again_at_each_start(comm):
+    """The buffers are bound when the request is made; each Start() reads them anew."""
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    mine, total = np.zeros(2, "i"), np.zeros(2, "i")
+    summed = world.Allreduce_init(mine, total)
+    shared = np.zeros(1, "d")
+    sent = world.Bcast_init(shared, root=size - 1)
+    for round_ in range(3):
+        mine[:] = [rank, round_]
+        if rank == size - 1:
+            shared[0] = round_ + 0.5
+        MPI.Prequest.Startall([summed, sent])
+        MPI.Request.Waitall([summed, sent])
+        assert total.tolist() == [size * (size - 1) // 2, round_ * size] and shared.tolist() == [round_ + 0.5]
+    summed.Free()
+    sent.Free()
+
+
 @pytest.mark.rma(nprocs=[1, 2], timeout=60)
 def test_an_idle_worker_sleeps_and_ends(comm):
     from rma.compat import MPI

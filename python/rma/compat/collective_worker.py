@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .constants import ANY_SOURCE, ANY_TAG
 from .errors import TRANSLATED, as_mpi
 
 __all__: list[str] = []
@@ -39,12 +40,13 @@ _stopping_registered = False
 class Started:
     """One started collective: what MPI.Request wraps (wait() and test() -> bool)."""
 
-    __slots__ = ("_done", "_error", "_call")
+    __slots__ = ("_done", "_error", "_call", "status")
 
     def __init__(self, call: str) -> None:
         self._done = threading.Event()
         self._error: BaseException | None = None
         self._call = call
+        self.status = (ANY_SOURCE, ANY_TAG, 0, False)  # (what MPI.Request fills a status from: MPI's empty one)
 
     def _finish(self, error: BaseException | None) -> None:
         self._error = error

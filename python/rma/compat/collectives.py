@@ -25,10 +25,9 @@ from . import collective_worker
 from .errors import ERR_OP, ERR_ROOT, ERR_TRUNCATE, TRANSLATED, ArgumentError, as_mpi, translated
 from .errors import Exception as MPIException
 from .memory import IN_PLACE
-from .not_covered import refuse
 from .ops import SUM, Op
 from .reductions import fast_op, fold
-from .requests import Request
+from .requests import Prequest, Request
 from .vector_specs import Part, Spec, message, part_at, vector, vector_w
 
 __all__: list[str] = []
@@ -52,6 +51,11 @@ class Collectives:
 
     def _start(self, run: Run, call: str) -> Request:
         return Request._of(collective_worker.start(self._base, run, call), message=False)
+
+    def _persistent(self, run: Run, call: str) -> Prequest:
+        """A persistent collective (MPI 4): its buffers parsed once; each Start() queues `run`."""
+        base = self._base
+        return Prequest._persistent(lambda: collective_worker.start(base, run, call))
 
     # ---- object calls (pickled Python objects) ----
 
@@ -442,6 +446,97 @@ class Collectives:
 
         return run
 
+    # ---- persistent collectives (MPI 4): made once, each Start() runs the collective again ----
+
+    @translated
+    def Barrier_init(self, info: Any = None) -> Prequest:  # noqa: N802
+        return self._persistent(self._base.barrier, "Comm.Barrier_init")
+
+    @translated
+    def Bcast_init(self, buf: Any, root: int = 0, info: Any = None) -> Prequest:  # noqa: N802
+        return self._persistent(self._bcast(buf, root, "Comm.Bcast_init"), "Comm.Bcast_init")
+
+    @translated
+    def Gather_init(self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Gather_init"
+        return self._persistent(self._gather(sendbuf, recvbuf, root, call, vector_recv=False), call)
+
+    @translated
+    def Gatherv_init(self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Gatherv_init"
+        return self._persistent(self._gather(sendbuf, recvbuf, root, call, vector_recv=True), call)
+
+    @translated
+    def Scatter_init(self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Scatter_init"
+        return self._persistent(self._scatter(sendbuf, recvbuf, root, call, vector_send=False), call)
+
+    @translated
+    def Scatterv_init(self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Scatterv_init"
+        return self._persistent(self._scatter(sendbuf, recvbuf, root, call, vector_send=True), call)
+
+    @translated
+    def Allgather_init(self, sendbuf: Any, recvbuf: Any, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Allgather_init"
+        return self._persistent(self._allgather(sendbuf, recvbuf, call, vector_recv=False), call)
+
+    @translated
+    def Allgatherv_init(self, sendbuf: Any, recvbuf: Any, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Allgatherv_init"
+        return self._persistent(self._allgather(sendbuf, recvbuf, call, vector_recv=True), call)
+
+    @translated
+    def Alltoall_init(self, sendbuf: Any, recvbuf: Any, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Alltoall_init"
+        return self._persistent(self._alltoall(sendbuf, recvbuf, call, form=message), call)
+
+    @translated
+    def Alltoallv_init(self, sendbuf: Any, recvbuf: Any, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Alltoallv_init"
+        return self._persistent(self._alltoall(sendbuf, recvbuf, call, form=vector), call)
+
+    @translated
+    def Alltoallw_init(self, sendbuf: Any, recvbuf: Any, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Alltoallw_init"
+        return self._persistent(self._alltoall(sendbuf, recvbuf, call, form=vector_w), call)
+
+    @translated
+    def Reduce_init(  # noqa: N802
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, info: Any = None
+    ) -> Prequest:
+        call = "Comm.Reduce_init"
+        return self._persistent(self._reduce(sendbuf, recvbuf, op, root, call), call)
+
+    @translated
+    def Allreduce_init(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Allreduce_init"
+        return self._persistent(self._allreduce(sendbuf, recvbuf, op, call), call)
+
+    @translated
+    def Reduce_scatter_block_init(  # noqa: N802
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Any = None
+    ) -> Prequest:
+        call = "Comm.Reduce_scatter_block_init"
+        return self._persistent(self._reduce_scatter(sendbuf, recvbuf, None, op, call, block=True), call)
+
+    @translated
+    def Reduce_scatter_init(  # noqa: N802
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Any = None, op: Op = SUM, info: Any = None
+    ) -> Prequest:
+        call = "Comm.Reduce_scatter_init"
+        return self._persistent(self._reduce_scatter(sendbuf, recvbuf, recvcounts, op, call, block=False), call)
+
+    @translated
+    def Scan_init(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Scan_init"
+        return self._persistent(self._scan(sendbuf, recvbuf, op, call, exclusive=False), call)
+
+    @translated
+    def Exscan_init(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Any = None) -> Prequest:  # noqa: N802
+        call = "Comm.Exscan_init"
+        return self._persistent(self._scan(sendbuf, recvbuf, op, call, exclusive=True), call)
+
 
 # ---- helpers ----
 
@@ -562,15 +657,3 @@ def _fold_objects(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
     for item in items[1:]:
         result = combine(result, item)
     return result
-
-
-# mpi4py's collective calls that the facade does not cover: the persistent collectives (MPI 4).
-refuse(
-    Collectives,
-    """
-    Barrier_init Bcast_init Gather_init Gatherv_init Scatter_init Scatterv_init Allgather_init
-    Allgatherv_init Alltoall_init Alltoallv_init Alltoallw_init Reduce_init Allreduce_init
-    Reduce_scatter_block_init Reduce_scatter_init Scan_init Exscan_init
-    """,
-    owner="Comm",
-)
