@@ -12,15 +12,17 @@ Why one ordered queue: every rank must see a communicator's collectives in the s
 The worker keeps the started ones in order, and a blocking collective of the communicator
 first waits until its queue is empty (`drain`), so it comes after them on every rank.
 
-An idle worker sleeps in its queue's get and ends after a second without work (it is started
-again by the next I-call); it is a daemon thread, and `_stop_all` ends the idle ones at exit.
+An idle worker sleeps on its queue's condition and ends after a second without work (it is
+started again by the next I-call); it is a daemon thread, and `_stop_all` ends the idle ones at
+exit. A thread that waits for a collective not yet begun, next in line, runs it itself.
 """
 
 from __future__ import annotations
 
 import atexit
-import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -40,20 +42,31 @@ _stopping_registered = False
 class Started:
     """One started collective: what MPI.Request wraps (wait() and test() -> bool)."""
 
-    __slots__ = ("_done", "_error", "_call", "status")
+    __slots__ = ("_done", "_error", "_call", "_queue", "_run", "status")
 
-    def __init__(self, call: str) -> None:
+    def __init__(self, call: str, queue: CollectiveQueue, run: Callable[[], None]) -> None:
         self._done = threading.Event()
         self._error: BaseException | None = None
-        self._call = call
+        self._call, self._queue, self._run = call, queue, run
         self.status = (ANY_SOURCE, ANY_TAG, 0, False)  # (what MPI.Request fills a status from: MPI's empty one)
 
-    def _finish(self, error: BaseException | None) -> None:
-        self._error = error
+    def _execute(self) -> None:
+        """Run the collective (in the worker, or in a waiter that took it) and record how it ended."""
+        error: BaseException | None = None
+        try:
+            self._run()
+        except BaseException as exc:  # (kept for the request's Wait, whatever it is)
+            error = exc
+        self._error, self._run = error, None
         self._done.set()
 
     def wait(self) -> None:
-        """Sleep until the worker has run the collective; raise its error (as MPI.Exception)."""
+        """Wait until the collective has run; raise its error (as MPI.Exception). If it is next in
+        line and the worker is not running one, the waiting thread runs it itself: the same
+        order, without waking the worker and being woken by it (an I-call then Wait costs a
+        blocking call's time)."""
+        if not self._done.is_set() and self._queue._take(self):
+            self._queue._ran(self)
         while not self._done.wait(_POLL_SECONDS):
             pass  # (the worker's calls have rma's deadlines, so this ends; it sleeps meanwhile)
         self._raise()
@@ -76,56 +89,71 @@ class CollectiveQueue:
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner  # the rma.Comm (kept alive while collectives of it are queued)
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], Started] | None] = queue.SimpleQueue()
-        self._pending = 0
-        self._idle = threading.Condition(_lock)
+        self._jobs: deque[Started] = deque()
+        self._pending = 0  # queued or running
+        self._running = False  # one of them is running (in the worker or in a waiter)
+        self._stopping = False
+        self._changed = threading.Condition(_lock)
         self._thread: threading.Thread | None = None
 
     def _submit(self, run: Callable[[], None], call: str) -> Started:
         """Queue `run` (the collective's communication) and return its handle; _lock held."""
-        started = Started(call)
+        started = Started(call, self, run)
         self._pending += 1
-        self._jobs.put((run, started))
+        self._jobs.append(started)
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name=f"rma.compat {call} worker", daemon=True)
             self._thread.start()
+        else:
+            self._changed.notify_all()
         return started
+
+    def _take(self, started: Started) -> bool:
+        """Whether `started` was next and nothing ran: then it is the caller's to run now."""
+        with _lock:
+            if self._running or not self._jobs or self._jobs[0] is not started:
+                return False
+            self._jobs.popleft()
+            self._running = True
+            return True
+
+    def _ran(self, started: Started) -> None:
+        started._execute()
+        with _lock:
+            self._running = False
+            self._pending -= 1
+            self._changed.notify_all()
 
     def drain(self) -> None:
         """Sleep until every started collective has run (a blocking collective comes after them)."""
         with _lock:
             while self._pending:
-                self._idle.wait(_POLL_SECONDS)
+                self._changed.wait(_POLL_SECONDS)
 
     def _work(self) -> None:
         while True:
-            try:
-                job = self._jobs.get(timeout=_IDLE_SECONDS)
-            except queue.Empty:
-                with _lock:
-                    if self._pending == 0:  # nothing queued since: end (submit starts another)
+            with _lock:
+                idle_since = time.monotonic()
+                while not self._jobs or self._running:
+                    if self._stopping:
+                        self._thread = None
+                        return
+                    if not self._pending and time.monotonic() - idle_since >= _IDLE_SECONDS:
+                        # Nothing queued for a while: end (the next I-call starts another).
                         self._thread = None
                         if _queues.get(id(self._owner)) is self:
                             del _queues[id(self._owner)]
                         return
-                continue
-            if job is None:
-                return
-            run, started = job
-            error: BaseException | None = None
-            try:
-                run()
-            except BaseException as exc:  # (kept for the request's Wait, whatever it is)
-                error = exc
-            started._finish(error)
-            with _lock:
-                self._pending -= 1
-                self._idle.notify_all()
+                    self._changed.wait(_IDLE_SECONDS)
+                started = self._jobs.popleft()
+                self._running = True
+            self._ran(started)
 
     def _stop(self) -> None:
-        thread = self._thread
+        with _lock:
+            thread, self._stopping = self._thread, True
+            self._changed.notify_all()
         if thread is not None:
-            self._jobs.put(None)
             thread.join(timeout=_IDLE_SECONDS)
 
 

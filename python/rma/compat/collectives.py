@@ -73,8 +73,6 @@ class Collectives:
     def Ibarrier(self) -> Request:  # noqa: N802
         return self._start(self._base.barrier, "Comm.Ibarrier")
 
-    ibarrier = Ibarrier
-
     @translated
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
         base = self._base
