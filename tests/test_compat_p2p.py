@@ -183,3 +183,57 @@ def test_proc_null_completes_at_once_with_its_status(comm):
     world.Recv(None, MPI.PROC_NULL, 0, status)
     assert (status.source, status.tag, status.Get_count(MPI.BYTE)) == (MPI.PROC_NULL, MPI.ANY_TAG, 0)
     assert MPI.Status(status) == status
+
+
+# Under RMA_CHECK, the facade's raw messages and synchronous object sends carry the sender's
+# vector clock (message_clock.py): the Puts of ranks 0 and 1 below, to the same place, are ordered
+# by messages only, so the checker reports nothing (without the clock it reports the
+# two Puts as conflicting), and the ssend's object arrives as it was sent.
+ORDERED_BY_MESSAGES = """
+import numpy as np
+from rma.compat import MPI
+world = MPI.COMM_WORLD
+rank = world.Get_rank()
+win = MPI.Win.Allocate(16, 4, comm=world)
+def put(value):
+    win.Lock(0, MPI.LOCK_SHARED)
+    win.Put(np.full(4, value, "i"), 0)
+    win.Unlock(0)
+reply = np.zeros(1, "i")
+if rank == 0:  # a ping-pong: every Put of each rank ordered after the other's before it
+    put(1)
+    world.Send(np.zeros(2, "i"), 1, 0)
+    world.Recv(reply, 1, 5)
+    put(2)
+    world.ssend("ordered", 1, 1)
+    world.Recv(reply, 1, 5)
+    put(3)
+    world.Issend(np.zeros(1, "i"), 1, 2).Wait()
+elif rank == 1:
+    status = MPI.Status()
+    world.Probe(0, 0, status)
+    assert status.Get_count(MPI.INT) == 2, status.Get_count(MPI.BYTE)  # (the clock is not counted)
+    world.Recv(np.zeros(2, "i"), 0, 0)
+    put(11)
+    world.Send(reply, 0, 5)
+    assert world.recv(source=0, tag=1) == "ordered"
+    put(12)
+    world.Send(reply, 0, 5)
+    message = world.Mprobe(0, 2, status)
+    assert status.Get_count(MPI.INT) == 1
+    message.Recv(np.zeros(1, "i"))
+    put(13)
+world.Barrier()
+win.Free()
+print("DONE")
+"""
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_messages_carry_the_clock_under_rma_check(size):
+    from handmade_ranks import run_job
+
+    results = run_job(ORDERED_BY_MESSAGES, size, {"RMA_CHECK": "1", "RMA_TIMEOUT": "20", "RMA_HANG_REPORT": "0"})
+    for rank, (status, out, err) in enumerate(results):
+        assert status == 0 and "DONE" in out, f"rank {rank}: {err}"
+        assert "RMA_CHECK" not in err, f"rank {rank}: {err}"

@@ -12,6 +12,7 @@ from .buffers import result_runs
 from .constants import ANY_TAG, PROC_NULL
 from .errors import ERR_REQUEST
 from .errors import Exception as MPIException
+from .message_clock import payload_bytes, unstamped, unwrap_object
 from .not_covered import refuse
 from .requests import Done, Request, Status, _fill
 
@@ -48,7 +49,7 @@ class Message:
         """The message as a complete receive (its status)."""
         if self._kind == "no_proc":
             return Done(PROC_NULL, ANY_TAG)
-        return Done(self._source, self._tag, len(self._data or b""))
+        return Done(self._source, self._tag, payload_bytes(len(self._data)) if self._data is not None else 0)
 
     def _take(self, call: str) -> Done:
         """The message, once: this handle becomes MESSAGE_NULL (MESSAGE_NO_PROC stays)."""
@@ -80,7 +81,7 @@ class Message:
         runs = result_runs(buf, "Message.Recv") if self._kind == "message" else None
         done = self._take("Recv")
         if runs is not None:
-            runs.fill(done.value)
+            runs.fill(unstamped(done.value))
         done.value = None
         _fill(status, done)
 
@@ -92,7 +93,7 @@ class Message:
     def recv(self, status: Status | None = None) -> Any:
         done = self._take("recv")
         # (An empty message is None, as mpi4py reads one.)
-        done.value = pickle.loads(done.value) if done.value else None
+        done.value = unwrap_object(pickle.loads(done.value)) if done.value else None
         _fill(status, done)
         return done.value
 

@@ -26,6 +26,7 @@ from .buffers import origin_elements, result_runs
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .errors import translated
 from .message import Message
+from .message_clock import payload_bytes, stamped, unstamped, wrap_object
 from .not_covered import refuse
 from .requests import Done, Prequest, Request, Status, _fill
 
@@ -72,6 +73,7 @@ class BufferReceive:
         own = _rma.Status()
         data = self._request.wait(own)
         if not self._cancelled:
+            data = unstamped(data)
             self._runs.fill(data)
             self.status = (own.source, own.tag, len(data), False)
 
@@ -317,7 +319,7 @@ class PointToPoint:
             _fill(status, Done(PROC_NULL, ANY_TAG))
             return True
         found, message_tag, count = self._base._probe(source, tag, True)
-        _fill(status, Done(found, message_tag, count))
+        _fill(status, Done(found, message_tag, payload_bytes(count)))
         return True
 
     @translated
@@ -328,7 +330,8 @@ class PointToPoint:
         seen = self._base._probe(source, tag, False)
         if seen is None:
             return False
-        _fill(status, Done(*seen))
+        found, message_tag, count = seen
+        _fill(status, Done(found, message_tag, payload_bytes(count)))
         return True
 
     @translated
@@ -373,13 +376,15 @@ class PointToPoint:
         return SynchronousSend(self._base, _bytes_of(buf, call), dest, tag)
 
 
-def _bytes_of(buf: Any, call: str) -> memoryview:
-    """A send buffer's bytes in type-map order (a view where the datatype is contiguous)."""
-    return memoryview(origin_elements(buf, f"Comm.{call}").view(np.uint8))
+def _bytes_of(buf: Any, call: str) -> memoryview | bytes:
+    """A send buffer's bytes in type-map order (a view where the datatype is contiguous), as a
+    raw message carries them (with the clock under RMA_CHECK)."""
+    return stamped(memoryview(origin_elements(buf, f"Comm.{call}").view(np.uint8)))
 
 
 def _pickled(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    """An object as the facade's own object messages carry it (as rma.Comm's send would)."""
+    return pickle.dumps(wrap_object(obj), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # mpi4py's point-to-point calls that rma has no counterpart for (yet).
