@@ -56,12 +56,13 @@ class ResultRuns:
         self._raw, self._runs, self._call = raw, runs, call  # runs: (byte offset, bytes)
         self.capacity = sum(n for _, n in runs)
 
-    def fill(self, data: bytes | memoryview) -> None:
-        """Scatters data into the runs; MPI.ERR_TRUNCATE if it holds more than they do."""
+    def fill(self, data: bytes | memoryview, what: str = "the message") -> None:
+        """Scatters data into the runs; MPI.ERR_TRUNCATE if it holds more than they do. what:
+        the message in the error ("rank 2's message (tag 5) to rank 0")."""
         if len(data) > self.capacity:
             raise MPIException(
                 ERR_TRUNCATE,
-                f"rma.compat: {self._call}: the message holds {len(data)} bytes, the buffer takes {self.capacity}",
+                f"rma.compat: {self._call}: {what} holds {len(data)} bytes, the buffer takes {self.capacity}",
             )
         source = np.frombuffer(data, dtype=np.uint8)
         done = 0

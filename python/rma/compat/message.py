@@ -81,7 +81,7 @@ class Message:
         runs = result_runs(buf, "Message.Recv") if self._kind == "message" else None
         done = self._take("Recv")
         if runs is not None:
-            runs.fill(unstamped(done.value))
+            runs.fill(unstamped(done.value), f"rank {self._source}'s message (tag {self._tag})")
         done.value = None
         _fill(status, done)
 

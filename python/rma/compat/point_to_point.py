@@ -62,7 +62,7 @@ class BufferReceive:
 
     def __init__(self, base: _rma.Comm, runs: Any, source: int, tag: int) -> None:
         self._request = base._irecv_raw(source, tag)
-        self._runs = runs
+        self._runs, self._rank = runs, base.rank
         self._cancelled = False
         self.status = (ANY_SOURCE, ANY_TAG, 0, False)
 
@@ -74,7 +74,7 @@ class BufferReceive:
         data = self._request.wait(own)
         if not self._cancelled:
             data = unstamped(data)
-            self._runs.fill(data)
+            self._runs.fill(data, f"rank {own.source}'s message (tag {own.tag}) to rank {self._rank}")
             self.status = (own.source, own.tag, len(data), False)
 
     def cancel(self) -> None:

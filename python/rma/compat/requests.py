@@ -252,7 +252,9 @@ class Request:
     get_status = Get_status
 
     def Free(self) -> None:  # noqa: N802
-        """Frees the handle; an operation under way still completes (rma's are never lost)."""
+        """Frees the handle. A send under way has left already (and a synchronous one still
+        matches its receive); a receive under way is withdrawn, its message (if one came) going
+        to the next matching receive: nothing is lost, but the buffer is not filled."""
         self._state = None
 
     def free(self) -> None:
