@@ -127,7 +127,6 @@ NOT_COVERED = """
     ERR_SESSION SESSION_NULL MAX_PSET_NAME_LEN MAX_STRINGTAG_LEN
     ERR_ABI Get_abi_version Get_abi_info Get_abi_fortran_info Get_hw_resource_info
     COMM_TYPE_HW_GUIDED COMM_TYPE_HW_UNGUIDED COMM_TYPE_RESOURCE_GUIDED
-    BufferAutomaticType
 """
 
 # Names MPI has that mpi4py does not: the facade's own.

@@ -30,12 +30,46 @@ from .message_clock import payload_bytes, stamped, unstamped, wrap_object
 from .not_covered import refuse
 from .requests import Done, Prequest, Request, Status, _fill
 
-__all__ = ["Attach_buffer", "Detach_buffer", "Flush_buffer", "Iflush_buffer", "BSEND_OVERHEAD", "BUFFER_AUTOMATIC"]
+__all__ = [
+    "Attach_buffer",
+    "Detach_buffer",
+    "Flush_buffer",
+    "Iflush_buffer",
+    "BSEND_OVERHEAD",
+    "BUFFER_AUTOMATIC",
+    "BufferAutomaticType",
+]
 
 # MPI_BSEND_OVERHEAD: what Bsend needs beyond the message in an attached buffer. rma's sends
 # never use the buffer, so nothing; programs size their buffers with it and attach them as usual.
 BSEND_OVERHEAD = 0
-BUFFER_AUTOMATIC = None
+
+
+class BufferAutomaticType:
+    """The type of MPI.BUFFER_AUTOMATIC, the buffer that asks MPI to buffer Bsend itself: the one
+    instance there is (rma buffers every send already)."""
+
+    _instance: BufferAutomaticType | None = None
+
+    def __new__(cls) -> BufferAutomaticType:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __int__(self) -> int:
+        return 0
+
+    def __reduce__(self) -> str:
+        return "BUFFER_AUTOMATIC"
+
+    def __repr__(self) -> str:
+        return "BUFFER_AUTOMATIC"
+
+
+BUFFER_AUTOMATIC = BufferAutomaticType()
 _attached: list[Any] = []
 
 
