@@ -87,13 +87,3 @@ def fold(op: Op, parts: list[np.ndarray], datatype: Datatype | None, call: str) 
         combine(op, result, later, datatype, call)
         result = later
     return result
-
-
-def prefixes(op: Op, parts: list[np.ndarray], datatype: Datatype | None, call: str) -> list[np.ndarray]:
-    """[parts[0], parts[0] OP parts[1], ...]: every rank's inclusive scan, in rank order."""
-    result = [parts[0].copy()]
-    for part in parts[1:]:
-        later = part.copy()
-        combine(op, result[-1], later, datatype, call)
-        result.append(later)
-    return result
