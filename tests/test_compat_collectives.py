@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 SIZES = dict(nprocs=[1, 2, 3, 4], timeout=60)
+# Also through messages (libfabric), where rma's collectives do not meet in shared memory.
+EVERYWHERE = dict(SIZES, transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 
 
-@pytest.mark.rma(**SIZES)
+@pytest.mark.rma(**EVERYWHERE)
 def test_reductions_give_the_formulas_on_every_path(comm):
     """Allreduce/Reduce on the compiled path (int64, float64) and on NumPy's (complex, bool,
     logical ops on ints), Reduce to every root, and Bcast into a derived datatype."""
@@ -67,7 +69,7 @@ def test_scan_and_exscan_are_prefixes_in_rank_order(comm):
     assert world.exscan([rank], op=MPI.SUM) == (None if rank == 0 else list(range(rank)))
 
 
-@pytest.mark.rma(**SIZES)
+@pytest.mark.rma(**EVERYWHERE)
 def test_v_forms_move_uneven_counts_to_their_displacements(comm):
     from rma.compat import MPI
 
@@ -165,7 +167,7 @@ def test_a_non_commutative_user_op_combines_in_rank_order(comm):
     assert op == MPI.OP_NULL
 
 
-@pytest.mark.rma(nprocs=[2, 3, 4], timeout=60)
+@pytest.mark.rma(**dict(EVERYWHERE, nprocs=[2, 3, 4]))
 def test_nonblocking_collectives_overlap_point_to_point_messages(comm):
     """Each rank waits for its left neighbour's message before starting the collectives, and
     sends its own only after starting them: were they completed inside the I-calls, rank 0
