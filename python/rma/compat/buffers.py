@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .datatypes import BYTE, Datatype
-from .errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
+from .errors import ERR_ARG, ERR_BUFFER, ERR_TRUNCATE, ERR_TYPE, ArgumentError
 from .errors import Exception as MPIException
 from .memory import bytes_of
 
@@ -100,7 +100,7 @@ def _parse(spec: Any, *, writable: bool, call: str) -> tuple[np.ndarray, Datatyp
         items = list(spec)
         if not 1 <= len(items) <= 4:
             # (A malformed specification is a ValueError, as in mpi4py.)
-            raise ValueError(f"rma.compat: {call}: a buffer specification has 1 to 4 items, not {len(items)}")
+            raise ArgumentError(f"rma.compat: {call}: a buffer specification has 1 to 4 items, not {len(items)}")
         buf, rest = items[0], items[1:]
         # The last of 3 or 4 items is the datatype (None: the buffer's own); of 2, the second is
         # a count (an int or (count, displacement)) unless it is a datatype or None.
@@ -119,15 +119,31 @@ def _parse(spec: Any, *, writable: bool, call: str) -> tuple[np.ndarray, Datatyp
     raw = bytes_of(buf, writable=writable, call=call)
     if datatype is None:
         datatype = datatype_of_buffer(buf)
+    # What mpi4py refuses before calling MPI is a ValueError (ArgumentError) here too.
     if not datatype:
-        raise MPIException(ERR_TYPE, f"rma.compat: {call}: the datatype is MPI.DATATYPE_NULL")
+        raise ArgumentError(f"rma.compat: {call}: the datatype is MPI.DATATYPE_NULL")
+    if datatype.extent < 0:
+        raise ArgumentError(f"rma.compat: {call}: the datatype's extent {datatype.extent} is negative")
     displ = 0 if displ is None else _integer(displ, call, "displacement")
+    if displ < 0:
+        raise ArgumentError(f"rma.compat: {call}: displacement {displ} is negative")
+    extent = datatype.extent
+    if extent > 0 and displ * extent > raw.nbytes:
+        raise ArgumentError(
+            f"rma.compat: {call}: displacement {displ} is past the buffer's {raw.nbytes // extent} items"
+        )
     if count is None:
-        extent = datatype.extent
+        if extent > 0 and raw.nbytes % extent:
+            raise ArgumentError(
+                f"rma.compat: {call}: the buffer's {raw.nbytes} bytes are not whole items of extent {extent}: "
+                "give a count"
+            )
         count = (raw.nbytes - displ * extent) // extent if extent > 0 else 0
     count = _integer(count, call, "count")
     if count < 0:
-        raise MPIException(ERR_COUNT, f"rma.compat: {call}: count {count} is negative")
+        raise ArgumentError(f"rma.compat: {call}: count {count} is negative")
+    if buf is None and count > 0:
+        raise ArgumentError(f"rma.compat: {call}: the buffer is None but the count is {count}")
     return raw, datatype, count, displ
 
 
@@ -159,7 +175,13 @@ def _is_datatype(value: Any) -> bool:
 
 
 def _datatype(value: Any) -> Datatype:
-    return Datatype.fromcode(value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    try:
+        return Datatype.fromcode(value)
+    except ValueError:
+        # (An unknown typecode is a KeyError, as mpi4py's lookup of its table of typecodes.)
+        raise KeyError(f"rma.compat: no MPI datatype for typecode {value!r}") from None
 
 
 def _integer(value: Any, call: str, name: str) -> int:
