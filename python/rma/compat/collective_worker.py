@@ -12,9 +12,10 @@ Why one ordered queue: every rank must see a communicator's collectives in the s
 The worker keeps the started ones in order, and a blocking collective of the communicator
 first waits until its queue is empty (`drain`), so it comes after them on every rank.
 
-An idle worker sleeps on its queue's condition and ends after a second without work (it is
-started again by the next I-call); it is a daemon thread, and `_stop_all` ends the idle ones at
-exit. A thread that waits for a collective not yet begun, next in line, runs it itself.
+A worker looks for started collectives every millisecond, asleep in between, and ends after a
+second without any (the next I-call starts another); it is a daemon thread, and `_stop_all`
+ends it at exit. A thread that waits for a collective not yet begun, next in line, runs it
+itself: an I-call followed by its Wait costs about what the blocking call does.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .errors import TRANSLATED, as_mpi
 __all__: list[str] = []
 
 _IDLE_SECONDS = 1.0  # an idle worker ends after this long without work
+_PICKUP_SECONDS = 0.001  # how often a worker looks for started collectives (it sleeps between)
 _POLL_SECONDS = 0.5  # how often a waiter looks whether the worker still lives
 
 _lock = threading.Lock()
@@ -42,10 +44,13 @@ _stopping_registered = False
 class Started:
     """One started collective: what MPI.Request wraps (wait() and test() -> bool)."""
 
-    __slots__ = ("_done", "_error", "_call", "_queue", "_run", "status")
+    __slots__ = ("_done", "_finished", "_error", "_call", "_queue", "_run", "status")
 
     def __init__(self, call: str, queue: CollectiveQueue, run: Callable[[], None]) -> None:
-        self._done = threading.Event()
+        # Held until the collective has run: a waiter sleeps acquiring it (lighter than an Event).
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._finished = False
         self._error: BaseException | None = None
         self._call, self._queue, self._run = call, queue, run
         self.status = (ANY_SOURCE, ANY_TAG, 0, False)  # (what MPI.Request fills a status from: MPI's empty one)
@@ -57,23 +62,25 @@ class Started:
             self._run()
         except BaseException as exc:  # (kept for the request's Wait, whatever it is)
             error = exc
-        self._error, self._run = error, None
-        self._done.set()
+        self._error, self._run, self._finished = error, None, True
+        self._done.release()
 
     def wait(self) -> None:
         """Wait until the collective has run; raise its error (as MPI.Exception). If it is next in
         line and the worker is not running one, the waiting thread runs it itself: the same
         order, without waking the worker and being woken by it (an I-call then Wait costs a
         blocking call's time)."""
-        if not self._done.is_set() and self._queue._take(self):
-            self._queue._ran(self)
-        while not self._done.wait(_POLL_SECONDS):
-            pass  # (the worker's calls have rma's deadlines, so this ends; it sleeps meanwhile)
+        if not self._finished:
+            if self._queue._take(self):
+                self._queue._ran(self)
+            while not self._done.acquire(timeout=_POLL_SECONDS):
+                pass  # (the worker's calls have rma's deadlines, so this ends; it sleeps meanwhile)
+            self._done.release()  # (for other waiters)
         self._raise()
 
     def test(self) -> bool:
         """Whether the collective is complete (raising its error if it failed)."""
-        if not self._done.is_set():
+        if not self._finished:
             return False
         self._raise()
         return True
@@ -93,7 +100,9 @@ class CollectiveQueue:
         self._pending = 0  # queued or running
         self._running = False  # one of them is running (in the worker or in a waiter)
         self._stopping = False
-        self._changed = threading.Condition(_lock)
+        self._last_submit = 0.0
+        self._changed = threading.Condition(_lock)  # drain's: notified when nothing is pending
+        self._wake = threading.Condition(_lock)  # the worker's: notified only to stop it
         self._thread: threading.Thread | None = None
 
     def _submit(self, run: Callable[[], None], call: str) -> Started:
@@ -101,11 +110,12 @@ class CollectiveQueue:
         started = Started(call, self, run)
         self._pending += 1
         self._jobs.append(started)
+        self._last_submit = time.monotonic()
+        # (A running worker is not woken: it looks every _PICKUP_SECONDS, and meanwhile a Wait
+        # right after the I-call takes the collective itself, without two threads taking turns.)
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name=f"rma.compat {call} worker", daemon=True)
             self._thread.start()
-        else:
-            self._changed.notify_all()
         return started
 
     def _take(self, started: Started) -> bool:
@@ -122,7 +132,8 @@ class CollectiveQueue:
         with _lock:
             self._running = False
             self._pending -= 1
-            self._changed.notify_all()
+            if not self._pending:
+                self._changed.notify_all()
 
     def drain(self) -> None:
         """Sleep until every started collective has run (a blocking collective comes after them)."""
@@ -133,18 +144,17 @@ class CollectiveQueue:
     def _work(self) -> None:
         while True:
             with _lock:
-                idle_since = time.monotonic()
                 while not self._jobs or self._running:
                     if self._stopping:
                         self._thread = None
                         return
-                    if not self._pending and time.monotonic() - idle_since >= _IDLE_SECONDS:
-                        # Nothing queued for a while: end (the next I-call starts another).
+                    if not self._pending and time.monotonic() - self._last_submit >= _IDLE_SECONDS:
+                        # Nothing started for a while: end (the next I-call starts another).
                         self._thread = None
                         if _queues.get(id(self._owner)) is self:
                             del _queues[id(self._owner)]
                         return
-                    self._changed.wait(_IDLE_SECONDS)
+                    self._wake.wait(_PICKUP_SECONDS)
                 started = self._jobs.popleft()
                 self._running = True
             self._ran(started)
@@ -152,7 +162,7 @@ class CollectiveQueue:
     def _stop(self) -> None:
         with _lock:
             thread, self._stopping = self._thread, True
-            self._changed.notify_all()
+            self._wake.notify_all()
         if thread is not None:
             thread.join(timeout=_IDLE_SECONDS)
 
