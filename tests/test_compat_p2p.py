@@ -29,6 +29,30 @@ def test_send_recv_typed_arrays_as_raw_bytes(comm):
 
 
 @pytest.mark.rma(**RANKS)
+def test_bare_arrays_take_the_short_way_with_the_same_rules(comm):
+    """A bare C-contiguous array skips the parsing of a specification (buffers.message_bytes):
+    what it refuses is refused all the same."""
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    grid = np.arange(12, dtype="i2").reshape(3, 4)
+    got = np.zeros((3, 4), "i2")
+    world.Sendrecv(grid, rank, 8, got, rank, 8)
+    assert (got == grid).all()
+    readonly = np.zeros(4, "i")
+    readonly.flags.writeable = False
+    world.Send(np.ones(4, "i"), rank, 9)
+    with pytest.raises(MPI.Exception, match="read-only"):
+        world.Recv(readonly, rank, 9)
+    world.Recv(np.zeros(4, "i"), rank, 9)
+    with pytest.raises(MPI.Exception):
+        world.Send(np.array([object()]), rank, 10)  # (pointers: no message carries them)
+    with pytest.raises(MPI.Exception, match="contiguous"):
+        world.Send(np.arange(8, dtype="i")[::2], rank, 10)
+
+
+@pytest.mark.rma(**RANKS)
 def test_recv_into_a_derived_datatype_with_holes(comm):
     from rma.compat import MPI
 

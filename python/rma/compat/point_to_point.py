@@ -18,11 +18,9 @@ import pickle
 import warnings
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 import rma as _rma
 
-from .buffers import origin_elements, result_runs
+from .buffers import message_bytes, result_runs
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .errors import translated
 from .message import Message
@@ -413,7 +411,7 @@ class PointToPoint:
 def _bytes_of(buf: Any, call: str) -> memoryview | bytes:
     """A send buffer's bytes in type-map order (a view where the datatype is contiguous), as a
     raw message carries them (with the clock under RMA_CHECK)."""
-    return stamped(memoryview(origin_elements(buf, f"Comm.{call}").view(np.uint8)))
+    return stamped(message_bytes(buf, f"Comm.{call}"))
 
 
 def _pickled(obj: Any) -> bytes:
