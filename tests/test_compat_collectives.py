@@ -244,6 +244,8 @@ def test_errors_name_the_call_and_the_rank(comm):
     rank, size = world.Get_rank(), world.Get_size()
     with pytest.raises(ValueError, match=rf"Comm.Allreduce: rank {rank}'s send buffer has 3 elements but its receive"):
         world.Allreduce(np.zeros(3), np.zeros(2))
+    with pytest.raises(ValueError, match=r"Comm.Iscan: rank \d+'s send and receive buffers have different datatypes"):
+        world.Iscan(np.zeros(2, "i"), np.zeros(2, "f"))
     with pytest.raises(MPI.Exception, match=rf"Comm.Gather: rank {rank}'s buffer holds 8 bytes, the message needs"):
         world.Gather(np.zeros(2), [np.zeros(1), 2, MPI.DOUBLE], root=rank)
     with pytest.raises(MPI.Exception) as bad_root:

@@ -581,10 +581,18 @@ def _first(spec: Spec, count: int, call: str, rank: int) -> Part:
 
 
 def _same_count(send: Part, result: Part | None, call: str, rank: int) -> None:
-    if result is not None and send is not result and send.size != result.size:
+    """A reduction's send and receive buffers: the same count of the same datatype (mpi4py's check)."""
+    if result is None or send is result:
+        return
+    if send.size != result.size:
         raise ArgumentError(
             f"rma.compat: {call}: rank {rank}'s send buffer has {send.size} elements "
             f"but its receive buffer {result.size}"
+        )
+    if send.datatype != result.datatype:
+        raise ArgumentError(
+            f"rma.compat: {call}: rank {rank}'s send and receive buffers have different datatypes "
+            f"({send.datatype.Get_name() or 'derived'}, {result.datatype.Get_name() or 'derived'})"
         )
 
 
