@@ -251,6 +251,9 @@ def test_errors_name_the_call_and_the_rank(comm):
     with pytest.raises(MPI.Exception) as bad_root:
         world.Bcast(np.zeros(1), root=size)
     assert bad_root.value.Get_error_class() == MPI.ERR_ROOT and "Comm.Bcast: root" in str(bad_root.value)
+    with pytest.raises(MPI.Exception, match="Op.Free: MPI_SUM is predefined"):
+        MPI.SUM.Free()
+    assert MPI.SUM and MPI.SUM(2, 3) == 5
     with pytest.raises(ValueError, match="Op.Reduce_local: mismatch in inbuf count 2 and inoutbuf count 3"):
         MPI.SUM.Reduce_local(np.zeros(2), np.zeros(3))
     if size > 1:

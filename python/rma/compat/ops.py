@@ -90,11 +90,12 @@ class Op:
 
     def Free(self) -> None:  # noqa: N802
         """Free a user op (its slot can be taken again); this object becomes MPI.OP_NULL."""
-        if self._name == "user":
-            with _user_lock:
-                if self._slot >= 0 and _user_slots[self._slot] is self._function:
-                    _user_slots[self._slot] = None
-                _live_users.pop(self._handle, None)
+        if self._name != "user":
+            raise MPIException(ERR_OP, f"rma.compat: Op.Free: {self._name} is predefined, it cannot be freed")
+        with _user_lock:
+            if self._slot >= 0 and _user_slots[self._slot] is self._function:
+                _user_slots[self._slot] = None
+            _live_users.pop(self._handle, None)
         self._rma = self._function = None
         self._commute, self._name, self._handle, self._slot = True, "MPI_OP_NULL", 0, -1
 
