@@ -261,3 +261,34 @@ def test_messages_carry_the_clock_under_rma_check(size):
     for rank, (status, out, err) in enumerate(results):
         assert status == 0 and "DONE" in out, f"rank {rank}: {err}"
         assert "RMA_CHECK" not in err, f"rank {rank}: {err}"
+
+
+# A synchronous send waits for its receive, so the death of the rank it waits for must end the
+# wait (PeerError, as MPI.Exception), not leave it to the runtime's deadline.
+SSEND_TO_A_RANK_THAT_DIES = """
+import os, time
+import numpy as np
+from rma.compat import MPI
+world = MPI.COMM_WORLD
+world.Barrier()
+if world.Get_rank() == 1:
+    time.sleep(0.3)
+    os._exit(0)  # without receiving
+start = time.monotonic()
+try:
+    world.Ssend(np.zeros(4, "i"), 1, 0)
+except MPI.Exception as error:
+    print("RAISED", round(time.monotonic() - start), str(error).replace(chr(10), " "))
+os._exit(0)
+"""
+
+
+def test_ssend_to_a_rank_that_dies_raises():
+    from handmade_ranks import run_job
+
+    results = run_job(SSEND_TO_A_RANK_THAT_DIES, 2, {"RMA_TIMEOUT": "30", "RMA_HANG_REPORT": "0"}, timeout=60)
+    status, out, err = results[0]
+    assert "RAISED" in out, f"rank 0: {out} {err}"
+    seconds = int(out.split("RAISED ")[1].split()[0])
+    assert seconds < 20, out  # ended by the death, long before RMA_TIMEOUT
+    assert "rank 1" in out, out
