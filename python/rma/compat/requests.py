@@ -325,6 +325,11 @@ class Request:
 
     @staticmethod
     def waitany(requests: Sequence[Request], status: Status | None = None) -> tuple[int, Any]:
+        active = [i for i, r in enumerate(requests) if r._active()]
+        if len(active) == 1:  # (one left: its own wait, which sleeps until it completes)
+            state = requests[active[0]]._state
+            requests[active[0]]._complete(True, status)
+            return active[0], state.value if state is not None else None
         pause = 0.00002
         while True:
             index, flag, value = Request.testany(requests, status)
@@ -374,6 +379,12 @@ class Request:
     def waitsome(
         requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[list[int] | None, list[Any] | None]:
+        active = [i for i, r in enumerate(requests) if r._active()]
+        if len(active) == 1:  # (one left: its own wait, which sleeps until it completes)
+            status = Status()
+            value = requests[active[0]].wait(status)
+            _give(statuses, [status])
+            return active, [value]
         pause = 0.00002
         while True:
             indices, values = Request.testsome(requests, statuses)
