@@ -516,7 +516,8 @@ def _fill(status: Status | None, operation: Any) -> None:
     if operation is None:
         status._fill(ANY_SOURCE, ANY_TAG)
         return
-    source, tag, count, cancelled = operation.status
+    # (An operation without a status, such as a collective's, completes with the empty one.)
+    source, tag, count, cancelled = getattr(operation, "status", (ANY_SOURCE, ANY_TAG, 0, False))
     status._fill(source, tag, count, cancelled)
 
 
