@@ -197,6 +197,28 @@ def test_nonblocking_collectives_overlap_point_to_point_messages(comm):
     assert started.Test() and late.tolist() == [42 if rank else 0]
 
 
+@pytest.mark.rma(**dict(EVERYWHERE, nprocs=[2, 3, 4]))
+def test_a_window_made_while_collectives_are_started_comes_after_them(comm):
+    """Window creation is collective over the communicator: it must follow the I-collectives the
+    program started on it, on every rank, or the two meet out of order. Rank 0 starts its Ibcast
+    late, so the others' Ibcasts wait in their workers while their creation is called."""
+    import time
+
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    data = np.array([7 if rank == 0 else 0], "i")
+    if rank == 0:
+        time.sleep(0.2)
+    started = [world.Ibcast(data, root=0) for _ in range(3)]
+    win = MPI.Win.Allocate(8, 1, comm=world)
+    assert all(request.Test() for request in started)  # (they ran first)
+    MPI.Request.Waitall(started)
+    assert data.tolist() == [7]
+    win.Free()
+
+
 @pytest.mark.rma(**SIZES)
 def test_persistent_collectives_run_again_at_each_start(comm):
     """The buffers are bound when the request is made; each Start() reads them anew."""

@@ -18,6 +18,7 @@ import rma as _rma
 from rma._native import _core
 
 from . import attributes as _attributes
+from . import collective_worker
 from .attributes import Attributes
 from .buffers import origin_elements, result_elements
 from .comm import COMM_SELF, Comm
@@ -101,7 +102,7 @@ class Win(_core.FacadeWindow):
     def Create(cls, memory: Any, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
         """A window over the caller's memory (any writable buffer; MPI.BOTTOM for none)."""
         local = bytes_of(memory, writable=memory is not BOTTOM, call="Win.Create")
-        window = _rma.Window.create(comm._base, local, disp_unit=1, info=hints_of(info))
+        window = _rma.Window.create(_ready(comm), local, disp_unit=1, info=hints_of(info))
         return cls._made(window, comm, WIN_FLAVOR_CREATE, local, Get_address(memory), disp_unit)
 
     @classmethod
@@ -109,7 +110,7 @@ class Win(_core.FacadeWindow):
     def Allocate(cls, size: int, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
         """A window over `size` new bytes on each rank."""
         window = _rma.Window.allocate(
-            comm._base, _size(size, "Win.Allocate"), np.uint8, disp_unit=1, info=hints_of(info)
+            _ready(comm), _size(size, "Win.Allocate"), np.uint8, disp_unit=1, info=hints_of(info)
         )
         return cls._made(window, comm, WIN_FLAVOR_ALLOCATE, window.local, window.local.view(buffer).address, disp_unit)
 
@@ -118,7 +119,7 @@ class Win(_core.FacadeWindow):
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
         """A window over `size` new bytes per rank, that every rank (all on one host) can load and store."""
         window = _rma.Window.allocate_shared(
-            comm._base, _size(size, "Win.Allocate_shared"), np.uint8, info=hints_of(info)
+            _ready(comm), _size(size, "Win.Allocate_shared"), np.uint8, info=hints_of(info)
         )
         return cls._made(window, comm, WIN_FLAVOR_SHARED, window.local, window.local.view(buffer).address, disp_unit)
 
@@ -126,7 +127,7 @@ class Win(_core.FacadeWindow):
     @translated
     def Create_dynamic(cls, info: Info = INFO_NULL, comm: Comm = COMM_SELF) -> Win:  # noqa: N802
         """A window of no memory yet: each rank attaches memory, addressed by MPI.Get_address."""
-        window = _rma.Window.create_dynamic(comm._base, info=hints_of(info))
+        window = _rma.Window.create_dynamic(_ready(comm), info=hints_of(info))
         return cls._made(window, comm, WIN_FLAVOR_DYNAMIC, np.zeros(0, np.uint8), 0, 1)
 
     @classmethod
@@ -489,6 +490,14 @@ class Win(_core.FacadeWindow):
 
     def __repr__(self) -> str:
         return "<MPI.Win WIN_NULL>" if self._win is _NULL_WINDOW else f"<MPI.Win over {self._win!r}>"
+
+
+def _ready(comm: Comm) -> _rma.Comm:
+    """The communicator a window is made over, once the collectives the program started on it
+    (Ibarrier...) have run: creation is collective, so it must come after them on every rank."""
+    base = comm._base
+    collective_worker.drain(base)
+    return base
 
 
 def _user_keyval(keyval: int, call: str) -> int:
