@@ -292,3 +292,46 @@ def test_ssend_to_a_rank_that_dies_raises():
     seconds = int(out.split("RAISED ")[1].split()[0])
     assert seconds < 20, out  # ended by the death, long before RMA_TIMEOUT
     assert "rank 1" in out, out
+
+
+def test_a_generalized_request_completes_when_the_program_says_so(monkeypatch):
+    """MPI.Grequest: a thread of the program does the work and calls Complete(); Wait returns only
+    then, with the status the query function fills, and the free function runs after it."""
+    import threading
+
+    from rma.compat import MPI
+
+    done, calls = np.zeros(4), []
+
+    def query(status, label):
+        calls.append(("query", label))
+        status.Set_source(3)
+        status.Set_tag(7)
+
+    greq = MPI.Grequest.Start(query, lambda label: calls.append(("free", label)), None, args=("job",))
+
+    def work():
+        done[:] = np.arange(4)
+        greq.Complete()
+
+    assert not greq.Test()
+    worker = threading.Timer(0.2, work)
+    worker.start()
+    status = MPI.Status()
+    greq.Wait(status)
+    assert done.tolist() == [0, 1, 2, 3]  # (the work was done before Wait returned)
+    assert (status.Get_source(), status.Get_tag()) == (3, 7)
+    assert calls == [("query", "job"), ("free", "job")] and greq == MPI.REQUEST_NULL
+    worker.join()
+    # A query that raises fails the wait with its MPI class (ERR_OTHER for other exceptions).
+    failing = MPI.Grequest.Start(lambda status: 1 / 0)
+    failing.Complete()
+    with pytest.raises(MPI.Exception, match="ZeroDivisionError") as raised:
+        failing.Wait()
+    assert raised.value.Get_error_class() == MPI.ERR_OTHER
+    # Never completed: the wait ends at rma's deadline rather than hanging.
+    monkeypatch.setenv("RMA_TIMEOUT", "0.3")
+    with pytest.raises(MPI.Exception, match="Complete\\(\\) was not called within 0.3 s"):
+        MPI.Grequest.Start().Wait()
+    with pytest.raises(TypeError):
+        MPI.Grequest(MPI.Prequest())

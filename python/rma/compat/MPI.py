@@ -22,6 +22,7 @@ from .datatypes import *  # noqa: F403 - the predefined datatypes, all of them p
 from .datatypes import Datatype
 from .errhandler import *  # noqa: F403 - its __all__
 from .errors import *  # noqa: F403 - the error classes
+from .generalized import *  # noqa: F403 - its __all__
 from .group import *  # noqa: F403 - its __all__
 from .info import *  # noqa: F403 - its __all__
 from .memory import BOTTOM, IN_PLACE, Alloc_mem, Free_mem, Get_address, buffer, memory
@@ -106,9 +107,9 @@ def Pcontrol(level: int) -> None:  # noqa: N802
 
 
 # mpi4py's classes of which the facade covers nothing: what stays out of rma (topologies,
-# intercommunicators, MPI-IO, sessions, generalized requests).
+# intercommunicators, MPI-IO, sessions).
 NOT_COVERED_CLASSES = """
-    Topocomm Cartcomm Graphcomm Distgraphcomm Intercomm File Session Grequest
+    Topocomm Cartcomm Graphcomm Distgraphcomm Intercomm File Session
 """
 
 # mpi4py's other module-level names that the facade does not cover: MPI-IO's, dynamic processes',

@@ -7,15 +7,13 @@ Attributes are local to a process (MPI's are too): nothing here communicates."""
 
 from __future__ import annotations
 
-import builtins
 import itertools
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .constants import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
-from .errors import ERR_KEYVAL, ERR_OTHER
+from .errors import ERR_KEYVAL, run_callback
 from .errors import Exception as MPIException
 
 PREDEFINED = frozenset((TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, APPNUM, LASTUSEDCODE))
@@ -61,15 +59,8 @@ def keyval(number: int, call: str) -> Keyval:
 
 
 def _run(callback: Callable[[Any, int, Any], Any], owner: Any, number: int, value: Any, call: str) -> Any:
-    """Run a copy or delete callback. Its exception is shown on stderr and the call fails with
-    MPI.ERR_OTHER, as in mpi4py (where the callback runs inside MPI, which knows only codes)."""
-    try:
-        return callback(owner, number, value)
-    except builtins.Exception as exc:
-        traceback.print_exc()
-        raise MPIException(
-            ERR_OTHER, f"rma.compat: {call}: the callback of keyval {number} raised {type(exc).__name__}: {exc}"
-        ) from exc
+    """Run a copy or delete callback, mpi4py's way (errors.run_callback)."""
+    return run_callback(callback, (owner, number, value), f"{call} (keyval {number})")
 
 
 class Attributes:

@@ -14,6 +14,7 @@ queues it in the communicator's worker (collective_worker.py) and returns an MPI
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from .reductions import fast_op, fold
 from .requests import Prequest, Request
 from .vector_specs import Part, Spec, message, part_at, vector, vector_w
 
-__all__: list[str] = []
+__all__ = ["_comm_lock", "_comm_lock_table"]  # (mpi4py's private names, that its tests use)
 
 Run = Callable[[], Any]
 
@@ -48,6 +49,12 @@ class Collectives:
     def _now(self, run: Run) -> Any:
         collective_worker.drain(self._base)
         return run()
+
+    def _object(self, name: str, run: Run) -> Any:
+        """An object collective, under its lock of this communicator (as mpi4py's: threads of
+        one rank making the same object collective take turns; MPI._comm_lock_table shows them)."""
+        with _comm_lock(self, name):
+            return self._now(run)
 
     def _start(self, run: Run, call: str) -> Request:
         return Request._of(collective_worker.start(self._base, run, call), message=False)
@@ -77,29 +84,29 @@ class Collectives:
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
         base = self._base
         root = _root(root, base, "Comm.bcast")
-        return self._now(lambda: base.bcast(obj, root))
+        return self._object("bcast", lambda: base.bcast(obj, root))
 
     @translated
     def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
         base = self._base
         root = _root(root, base, "Comm.gather")
-        return self._now(lambda: base.gather(sendobj, root))
+        return self._object("gather", lambda: base.gather(sendobj, root))
 
     @translated
     def allgather(self, sendobj: Any) -> list[Any]:
         base = self._base
-        return self._now(lambda: base.allgather(sendobj))
+        return self._object("allgather", lambda: base.allgather(sendobj))
 
     @translated
     def scatter(self, sendobj: Any = None, root: int = 0) -> Any:
         base = self._base
         root = _root(root, base, "Comm.scatter")
-        return self._now(lambda: base.scatter(sendobj, root))
+        return self._object("scatter", lambda: base.scatter(sendobj, root))
 
     @translated
     def alltoall(self, sendobj: Any) -> list[Any]:
         base = self._base
-        return self._now(lambda: base.alltoall(sendobj))
+        return self._object("alltoall", lambda: base.alltoall(sendobj))
 
     @translated
     def reduce(self, sendobj: Any, op: Op | Any = SUM, root: int = 0) -> Any:
@@ -111,22 +118,22 @@ class Collectives:
             items = base.gather(sendobj, root)
             return _fold_objects(combine, items) if items is not None else None
 
-        return self._now(run)
+        return self._object("reduce", run)
 
     @translated
     def allreduce(self, sendobj: Any, op: Op | Any = SUM) -> Any:
         base, combine = self._base, _combine(op)
-        return self._now(lambda: _fold_objects(combine, base.allgather(sendobj)))
+        return self._object("allreduce", lambda: _fold_objects(combine, base.allgather(sendobj)))
 
     @translated
     def scan(self, sendobj: Any, op: Op | Any = SUM) -> Any:
         base, combine = self._base, _combine(op)
-        return self._now(lambda: _fold_objects(combine, base.allgather(sendobj)[: base.rank + 1]))
+        return self._object("scan", lambda: _fold_objects(combine, base.allgather(sendobj)[: base.rank + 1]))
 
     @translated
     def exscan(self, sendobj: Any, op: Op | Any = SUM) -> Any:
         base, combine = self._base, _combine(op)
-        items = self._now(lambda: base.allgather(sendobj))
+        items = self._object("exscan", lambda: base.allgather(sendobj))
         return _fold_objects(combine, items[: base.rank]) if base.rank > 0 else None
 
     # ---- buffer calls ----
@@ -537,6 +544,20 @@ class Collectives:
 
 
 # ---- helpers ----
+
+
+def _comm_lock_table(comm: Any) -> dict[str, threading.Lock]:
+    """mpi4py's MPI._comm_lock_table: the locks of a communicator's object collectives, by name."""
+    return comm._locks
+
+
+def _comm_lock(comm: Any, name: str) -> threading.Lock:
+    """mpi4py's MPI._comm_lock: the lock of object collective `name` of a communicator."""
+    locks = comm._locks
+    lock = locks.get(name)
+    if lock is None:
+        lock = locks.setdefault(name, threading.Lock())
+    return lock
 
 
 def _root(root: Any, base: _rma.Comm, call: str) -> int:

@@ -6,6 +6,7 @@ calls, its collectives collectives.py's."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import rma as _rma
@@ -56,12 +57,14 @@ class Comm(PointToPoint, Collectives):
         self._name = comm._name if comm is not None else "MPI_COMM_NULL"
         self._errhandler = comm._errhandler if comm is not None else Errhandler(ERRORS_RETURN)
         self._attrs = comm._attrs if comm is not None else Attributes()
+        self._locks: dict[str, threading.Lock] = comm._locks if comm is not None else {}  # (collectives.py)
 
     @classmethod
     def _of(cls, comm: _rma.Comm | None, name: str = "", kind: str = "made") -> Comm:
         made = cls.__new__(cls)
         made._comm, made._kind, made._name, made._errhandler = comm, kind, name, Errhandler(ERRORS_RETURN)
         made._attrs = Attributes()
+        made._locks = {}
         return made
 
     @property

@@ -8,6 +8,7 @@ exception into an MPI.Exception that keeps rma's text, so nothing of the explana
 from __future__ import annotations
 
 import builtins
+import traceback
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -179,6 +180,19 @@ def Remove_error_string(errorcode: int) -> None:  # noqa: N802
     """Remove the text Add_error_string gave a program's class or code."""
     _users("Remove_error_string", errorcode)
     _user_string.pop(int(errorcode), None)
+
+
+def run_callback(function: Any, args: tuple, call: str) -> Any:
+    """Run a program's callback (a keyval's copy or delete function, a generalized request's
+    query, free or cancel function) as mpi4py does, where the callback runs inside MPI, which
+    knows only error codes: its exception is shown on stderr with its traceback and the call
+    fails with its MPI.Exception's class, or with MPI.ERR_OTHER for any other exception."""
+    try:
+        return function(*args)
+    except builtins.Exception as exc:
+        traceback.print_exc()
+        code = exc.Get_error_class() if isinstance(exc, Exception) else ERR_OTHER
+        raise Exception(code, f"rma.compat: {call}: the program's callback raised {type(exc).__name__}: {exc}") from exc
 
 
 def last_used_code() -> int:
