@@ -335,3 +335,17 @@ def test_a_generalized_request_completes_when_the_program_says_so(monkeypatch):
         MPI.Grequest.Start().Wait()
     with pytest.raises(TypeError):
         MPI.Grequest(MPI.Prequest())
+
+
+def test_request_null_cannot_be_freed_or_cancelled_and_attach_needs_a_writable_buffer():
+    from rma.compat import MPI
+
+    for call in (MPI.REQUEST_NULL.Free, MPI.REQUEST_NULL.Cancel):
+        with pytest.raises(MPI.Exception) as null:
+            call()
+        assert null.value.Get_error_class() == MPI.ERR_REQUEST
+    with pytest.raises(BufferError):
+        MPI.Attach_buffer(MPI.buffer(b"abc"))
+    mine = bytearray(16)
+    MPI.Attach_buffer(mine)
+    assert MPI.Detach_buffer() is mine

@@ -23,6 +23,7 @@ import rma as _rma
 from .buffers import message_bytes, result_runs
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from .errors import translated
+from .memory import _bytes_or_type_error
 from .message import Message
 from .message_clock import payload_bytes, stamped, unstamped, wrap_object
 from .not_covered import refuse
@@ -72,7 +73,9 @@ _attached: list[Any] = []
 
 
 def Attach_buffer(buf: Any) -> None:  # noqa: N802 - mpi4py's names
-    """Takes the buffer that Bsend would use: rma's sends are eager and never need it."""
+    """Takes the buffer that Bsend would use: rma's sends are eager and never need it. It must
+    be a writable buffer, as MPI's (a read-only one is a BufferError, as in mpi4py)."""
+    _bytes_or_type_error(buf, writable=True, call="MPI.Attach_buffer")
     _attached[:] = [buf]
 
 

@@ -254,7 +254,10 @@ class Request:
     def Free(self) -> None:  # noqa: N802
         """Frees the handle. A send under way has left already (and a synchronous one still
         matches its receive); a receive under way is withdrawn, its message (if one came) going
-        to the next matching receive: nothing is lost, but the buffer is not filled."""
+        to the next matching receive: nothing is lost, but the buffer is not filled.
+        MPI.REQUEST_NULL cannot be freed (ERR_REQUEST)."""
+        if self._state is None:
+            raise MPIException(ERR_REQUEST, "rma.compat: Request.Free: the request is MPI.REQUEST_NULL")
         self._state = None
 
     def free(self) -> None:
@@ -263,8 +266,10 @@ class Request:
     def Cancel(self) -> None:  # noqa: N802
         """Withdraws a receive that no message has matched yet (its status then says cancelled).
         A send cannot be withdrawn (rma's messages leave at once): the request stays as it was,
-        and its status says not cancelled, as MPI allows."""
+        and its status says not cancelled, as MPI allows. MPI.REQUEST_NULL: ERR_REQUEST."""
         state = self._state
+        if state is None:
+            raise MPIException(ERR_REQUEST, "rma.compat: Request.Cancel: the request is MPI.REQUEST_NULL")
         if state is not None and state.operation is not None and not state.done:
             cancel = getattr(state.operation, "cancel", None)
             if cancel is not None:
