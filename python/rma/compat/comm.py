@@ -381,8 +381,10 @@ refuse(
     Spawn Spawn_multiple Get_parent Disconnect Join Accept Connect
     Call_errhandler Create_errhandler Get_failed Ack_failed
     Agree Iagree Revoke Is_revoked Shrink Ishrink
+    is_topo f2py py2f fromhandle fromint toint handle free
     """,
 )
+refuse(Intracomm, "Cart_map Graph_map")
 
 COMM_NULL = Intracomm()
 COMM_WORLD = Intracomm._of(None, "MPI_COMM_WORLD", "world")

@@ -51,3 +51,7 @@ MAX_ERROR_STRING = 512
 MAX_OBJECT_NAME = 128
 MAX_INFO_KEY = 255
 MAX_INFO_VAL = 1024
+
+
+# What MPI.py takes (its star import): the constants, not the names this module imports.
+__all__ = sorted(name for name in list(globals()) if name.isupper() and not name.startswith("_"))

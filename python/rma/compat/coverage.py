@@ -25,7 +25,7 @@ def classes() -> dict[str, type]:
     """mpi4py's classes that the facade has (some of their names covered), by mpi4py's name."""
     found = {}
     for name in dir(MPI):
-        if name.startswith("_") or name in MPI.NOT_COVERED_CLASSES:
+        if name.startswith("_") or name in MPI.NOT_COVERED_CLASSES.split() or name in MPI.FACADE_ONLY.split():
             continue
         value = getattr(MPI, name)
         if inspect.isclass(value) and value.__module__.startswith("rma.compat") and name == value.__name__:
@@ -36,7 +36,8 @@ def classes() -> dict[str, type]:
 def class_names(cls: type) -> tuple[list[str], list[str]]:
     """(covered, not covered) public names of a facade class, sorted."""
     refused = refused_names(cls)
-    covered = [n for n in dir(cls) if not n.startswith("_") and n not in refused]
+    declared = {n for klass in cls.__mro__ for n in vars(klass).get("__annotations__", {})}  # (instance attributes)
+    covered = [n for n in set(dir(cls)) | declared if not n.startswith("_") and n not in refused]
     return sorted(covered), sorted(refused)
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .not_covered import refuse
+
 #: Array storage orders for :meth:`Datatype.Create_subarray`.
 ORDER_C = 0
 ORDER_F = 1
@@ -548,3 +550,17 @@ def predefined(name: str, basic: Any, code: str) -> Datatype:
     datatype = Datatype._make(dtype, ((0, 1),), 0, dtype.itemsize, code)
     _names[datatype._handle] = f"MPI_{name}"
     return datatype
+
+
+# mpi4py's datatype calls that the facade does not cover: struct types of mixed elements (a
+# Datatype here is a layout of one NumPy element type), packing, decoding, Fortran's types, and
+# handles (a Datatype is a Python object here, not an MPI handle).
+refuse(
+    Datatype,
+    """
+    Create_struct Create_darray Create_dup Create_f90_complex Create_f90_integer Create_f90_real
+    Get_contents Get_envelope Get_value_index Match_size Resized combiner contents decode envelope
+    Pack Pack_external Pack_external_size Pack_size Unpack Unpack_external
+    f2py py2f fromhandle fromint toint free
+    """,
+)

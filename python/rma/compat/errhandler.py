@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .errors import ERR_ARG, ERR_ERRHANDLER
 from .errors import Exception as MPIException
+from .not_covered import refuse
 
 __all__ = ["Errhandler", "ERRHANDLER_NULL", "ERRORS_RETURN", "ERRORS_ARE_FATAL", "ERRORS_ABORT"]
 
@@ -60,3 +61,7 @@ def checked(handler: object, call: str) -> Errhandler:
     if not isinstance(handler, Errhandler) or not handler:
         raise MPIException(ERR_ARG, f"rma.compat: {call}: expected an MPI.Errhandler, not {handler!r}")
     return Errhandler(handler)
+
+
+# mpi4py's handle calls (an Errhandler is a Python object here, not an MPI handle).
+refuse(Errhandler, "f2py py2f fromhandle fromint toint handle free")

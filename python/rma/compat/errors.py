@@ -17,6 +17,21 @@ from .. import errors as _rma_errors
 
 # The error classes of the MPI standard, with MPICH's numbers (a program compares them only
 # with each other and with SUCCESS).
+# What MPI.py takes (its star import): the error classes and calls of mpi4py's MPI, not this
+# module's helpers. (The ERR_* names are collected at the end of the module.)
+_CALLS = [
+    "SUCCESS",
+    "Exception",
+    "Get_error_class",
+    "Get_error_string",
+    "Add_error_class",
+    "Add_error_code",
+    "Add_error_string",
+    "Remove_error_class",
+    "Remove_error_code",
+    "Remove_error_string",
+]
+
 SUCCESS = 0
 ERR_BUFFER = 1
 ERR_COUNT = 2
@@ -211,6 +226,10 @@ class Exception(builtins.RuntimeError):  # noqa: A001 - mpi4py's name: MPI.Excep
     """An MPI error: its error code and class (MPI.ERR_*) and, when rma raised it, rma's
     explanation as its text. It compares and converts as the integer code, as mpi4py's does."""
 
+    error_code: int
+    error_class: int
+    error_string: str
+
     def __init__(self, ierr: int = SUCCESS, message: str = "") -> None:
         code = int(ierr)
         if code < SUCCESS:
@@ -321,3 +340,6 @@ def translated(function: _F) -> _F:
             raise as_mpi(exc) from None
 
     return call  # type: ignore[return-value]
+
+
+__all__ = _CALLS + sorted(name for name in list(globals()) if name.startswith("ERR_"))

@@ -10,6 +10,7 @@ from .._job import join as _join
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
+from .not_covered import refuse
 
 __all__ = ["Group", "GROUP_EMPTY", "GROUP_NULL"]
 
@@ -105,6 +106,8 @@ class Group:
         first, second = _checked_pair("Intersection", group1, group2)
         return Group._of(w for w in first if w in second)
 
+    Intersect = Intersection  # (mpi4py's other name for it)
+
     @classmethod
     def Difference(cls, group1: Group, group2: Group) -> Group:  # noqa: N802
         """group1's processes that are not in group2, in group1's order."""
@@ -197,3 +200,8 @@ GROUP_NULL = Group()
 GROUP_NULL._predefined = True
 GROUP_EMPTY = Group._of(())
 GROUP_EMPTY._predefined = True
+
+
+# mpi4py's group calls that the facade does not cover: sessions' and handles' (a group is a
+# Python object here, not an MPI handle).
+refuse(Group, "Create_from_session_pset f2py py2f fromhandle fromint toint handle free")

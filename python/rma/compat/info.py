@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ERR_ARG, ERR_INFO, ERR_INFO_NOKEY
 from .errors import Exception as MPIException
+from .not_covered import refuse
 
 __all__ = ["Info", "INFO_NULL", "INFO_ENV"]
 
@@ -207,3 +208,7 @@ def hints_of(info: Info | Mapping[str, Any] | None) -> dict[str, bool] | None:
     if isinstance(info, Info):
         return info._hints() or None
     return Info.Create(info)._hints() or None
+
+
+# mpi4py's handle calls (an Info is a Python object here, not an MPI handle).
+refuse(Info, "f2py py2f fromhandle fromint toint handle free")

@@ -13,25 +13,36 @@ from .errors import ERR_ARG, ERR_BUFFER
 from .errors import Exception as MPIException
 from .foreign import cuda_interface_array, dlpack_array
 
-__all__ = ["buffer", "memory", "Alloc_mem", "Free_mem", "Get_address", "BOTTOM", "IN_PLACE", "bytes_of"]
+__all__ = [
+    "buffer",
+    "memory",
+    "Alloc_mem",
+    "Free_mem",
+    "Get_address",
+    "BOTTOM",
+    "IN_PLACE",
+    "BottomType",
+    "InPlaceType",
+    "bytes_of",
+]
 
 
-class _Bottom(int):
+class BottomType(int):
     """MPI.BOTTOM: address zero, a buffer of no bytes."""
 
     def __repr__(self) -> str:
         return "BOTTOM"
 
 
-class _InPlace(int):
+class InPlaceType(int):
     """MPI.IN_PLACE: "the receive buffer is also the send buffer" in collectives."""
 
     def __repr__(self) -> str:
         return "IN_PLACE"
 
 
-BOTTOM = _Bottom(0)
-IN_PLACE = _InPlace(-1)
+BOTTOM = BottomType(0)
+IN_PLACE = InPlaceType(-1)
 
 _NOTHING: Any = object()  # (MPI.buffer() differs from MPI.buffer(None), which is a TypeError)
 
@@ -273,7 +284,7 @@ def Free_mem(mem: buffer) -> None:  # noqa: N802
 
 def Get_address(location: Any) -> int:  # noqa: N802
     """Return the address of the first byte of a buffer (MPI_Get_address)."""
-    if isinstance(location, _Bottom):
+    if isinstance(location, BottomType):
         return 0
     if isinstance(location, buffer):
         return location.address  # (an empty one is at NULL, as MPI's)
@@ -291,7 +302,7 @@ def bytes_of(obj: Any, *, writable: bool, call: str) -> np.ndarray:
     """Return the bytes of a buffer as a one-dimensional uint8 array that shares its memory:
     anything with the buffer protocol (NumPy arrays, array.array, bytearray, MPI.buffer), an
     object that speaks DLPack or the array interface, or BOTTOM (no bytes)."""
-    if isinstance(obj, _Bottom) or obj is None:
+    if isinstance(obj, BottomType) or obj is None:
         return np.zeros(0, np.uint8)
     if isinstance(obj, np.ndarray):
         array = obj

@@ -522,6 +522,6 @@ def _size(value: Any, call: str) -> int:
 
 
 # mpi4py's window calls that the facade does not cover.
-refuse(Win, "Create_errhandler f2py py2f fromhandle")
+refuse(Win, "Create_errhandler f2py py2f fromhandle fromint toint handle free")
 
 WIN_NULL = Win()
