@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 import pickle
 from collections.abc import Callable, Sequence
@@ -272,7 +273,4 @@ def _combiner(op: object, call: str) -> Callable[[Any, Any], Any]:
 
 
 def _fold(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
-    result = items[0]
-    for item in items[1:]:
-        result = combine(result, item)
-    return result
+    return functools.reduce(combine, items)

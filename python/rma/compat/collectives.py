@@ -13,6 +13,7 @@ queues it in the communicator's worker (collective_worker.py) and returns an MPI
 
 from __future__ import annotations
 
+import functools
 import operator
 import threading
 from collections.abc import Callable
@@ -680,7 +681,4 @@ def _combine(op: Any) -> Callable[[Any, Any], Any]:
 
 def _fold_objects(combine: Callable[[Any, Any], Any], items: list[Any]) -> Any:
     """items[0] op items[1] op ... in rank order."""
-    result = items[0]
-    for item in items[1:]:
-        result = combine(result, item)
-    return result
+    return functools.reduce(combine, items)
