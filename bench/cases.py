@@ -46,8 +46,9 @@ COMMUNICATOR_CASES = [
 ARRAY_SIZES = [8, 4096, 65536, 1048576]
 # The buffer collectives in mpi4py's spelling, on 2 and 4 ranks (--collectives), float64 arrays
 # by size: mpi4py over each MPI, and the same code on rma's facade (rmarun --mpi4py); rma's own
-# API where it has the call (Bcast, Allreduce).
-COLLECTIVE_CASES = ["coll_Bcast", "coll_Gather", "coll_Allreduce", "coll_Iallreduce"]
+# API where it has the call (Bcast, Allreduce). With them, the buffer point-to-point exchange
+# of a ring (Sendrecv to the right, from the left), which rma's own API has for objects only.
+COLLECTIVE_CASES = ["coll_Bcast", "coll_Gather", "coll_Allreduce", "coll_Iallreduce", "coll_Sendrecv"]
 COLLECTIVE_SIZES = [8, 1048576]
 
 
@@ -244,6 +245,10 @@ class Mpi4py(SameSpelling):
 
     def Iallreduce(self, data, result):  # noqa: N802
         self.comm.Iallreduce(data, result).Wait()
+
+    def Sendrecv(self, data, result):  # noqa: N802
+        right, left = (self.rank + 1) % self.size, (self.rank - 1) % self.size
+        self.comm.Sendrecv(data, right, 0, result, left, 0)
 
 
 def timed(step, count: int) -> float:

@@ -37,6 +37,7 @@ TITLES = {
     "coll_Gather": "Gather of a float64 array (per rank)",
     "coll_Allreduce": "Allreduce (SUM) of a float64 array",
     "coll_Iallreduce": "Iallreduce + Wait (SUM) of a float64 array",
+    "coll_Sendrecv": "Sendrecv of a float64 array round a ring",
 }
 
 
