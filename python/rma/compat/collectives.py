@@ -141,6 +141,13 @@ class Collectives:
 
     @translated
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
+        if _plain(buf):
+            # The common case, a plain array: rma's own Bcast, without a specification to parse.
+            base = self._base
+            root = _root(root, base, "Comm.Bcast")
+            collective_worker.drain(base)
+            base.Bcast(buf, root)
+            return
         self._now(self._bcast(buf, root, "Comm.Bcast"))
 
     @translated
@@ -342,6 +349,15 @@ class Collectives:
 
     @translated
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
+        if _plain(sendbuf) and _plain(recvbuf) and sendbuf.dtype == recvbuf.dtype and sendbuf.size == recvbuf.size:
+            # The common case, plain arrays and a predefined op on an element type rma reduces:
+            # rma's compiled Allreduce (in shared memory on one host), with nothing to parse.
+            fast = fast_op(op, sendbuf.dtype) if type(op) is Op and sendbuf.size else None
+            if fast is not None:
+                base = self._base
+                collective_worker.drain(base)
+                base.Allreduce(sendbuf, recvbuf, fast)
+                return
         self._now(self._allreduce(sendbuf, recvbuf, op, "Comm.Allreduce"))
 
     @translated
@@ -652,6 +668,12 @@ def _allreduced(base: _rma.Comm, data: np.ndarray, op: Op, part: Part, call: str
         base.Allreduce(data, out, fast)
         return out
     return fold(op, _arrays(base._core.allgather(data.tobytes(), call), data, call, base.rank), part.datatype, call)
+
+
+def _plain(buf: Any) -> bool:
+    """Whether `buf` is a plain C-contiguous, writable NumPy array (the short way's case: the
+    general rule, through a buffer specification, gives the same for it)."""
+    return type(buf) is np.ndarray and buf.flags.c_contiguous and buf.flags.writeable
 
 
 def _op(op: Any, call: str) -> Op:
