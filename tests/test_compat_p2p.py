@@ -349,3 +349,46 @@ def test_request_null_cannot_be_freed_or_cancelled_and_attach_needs_a_writable_b
     mine = bytearray(16)
     MPI.Attach_buffer(mine)
     assert MPI.Detach_buffer() is mine
+
+
+CANCEL_WHILE_WAITING = """
+import threading, time, numpy as np
+from rma.compat import MPI
+c = MPI.COMM_WORLD
+b = np.zeros(4)
+r = c.Irecv(b, 0, 7)
+out = []
+def waiter():
+    try:
+        r.Wait()
+        out.append("completed")
+    except Exception as exc:
+        out.append(type(exc).__name__)
+t = threading.Thread(target=waiter)
+t.start()
+time.sleep(0.3)
+r.Cancel()
+t.join(30)
+c.Send(np.ones(4), 0, 7)
+c.Recv(b, 0, 7)
+print(out, b.tolist())
+"""
+
+
+def test_a_receive_cancelled_while_another_thread_waits_for_it_stays_valid():
+    """The waiting thread holds the receive while its GIL is released; Cancel() in another thread
+    drops the request's own hold (a use after free before, seen under ASan): the withdrawn
+    receive never fills, so that wait ends at the deadline, and the message goes to the next."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "1", sys.executable, "-c", CANCEL_WHILE_WAITING],
+        env=dict(os.environ, RMA_TIMEOUT="2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[-2] == "['RMATimeoutError'] [1.0, 1.0, 1.0, 1.0]"

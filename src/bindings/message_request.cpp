@@ -53,20 +53,23 @@ RequestObject* allocate() {
 // inside unpickling, the checker's function) is retried from there by the next wait().
 void complete(RequestObject* request, bool wait) {
   if (request->pending != nullptr) {
-    rma::PendingReceive& pending = **request->pending;
+    // A reference of this wait's own, held while the GIL is released: another thread's cancel()
+    // may drop the request's meanwhile, and the receive must outlive this wait (which, its
+    // receive withdrawn, then ends at the deadline).
+    std::shared_ptr<rma::PendingReceive> pending = *request->pending;
     bool arrived = true;
     if (wait) {
       rma::Received received;
-      released([&] { received = pending.wait(); });
+      released([&] { received = pending->wait(); });
       request->data =
           PyBytes_FromStringAndSize(reinterpret_cast<const char*>(received.data.data()), received.data.size());
       request->source = received.source;
       request->tag = received.tag;
-      delete request->pending;
+      delete request->pending;  // (not cancelled: a cancelled receive is never filled)
       request->pending = nullptr;
       if (request->data == nullptr) throw py::error_already_set();  // (out of memory: the message is lost)
     } else {
-      released([&] { arrived = pending.test(); });
+      released([&] { arrived = pending->test(); });
       if (arrived) complete(request, true);  // (returns at once)
       return;
     }
