@@ -20,6 +20,8 @@ from typing import Any
 
 import rma as _rma
 
+from .._job import join as _join
+from .._job import settings
 from .constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from .errors import ERR_REQUEST, SUCCESS
 from .errors import Exception as MPIException
@@ -335,15 +337,15 @@ class Request:
             state = requests[active[0]]._state
             requests[active[0]]._complete(True, status)
             return active[0], state.value if state is not None else None
-        pause = 0.00002
-        while True:
+        found: list[tuple[int, Any]] = []
+
+        def any_done() -> bool:
             index, flag, value = Request.testany(requests, status)
-            if flag:
-                return index, value
-            # Polled, so it sleeps between rounds (growing to 1 ms): ranks share cores. A peer
-            # that died ends the wait with rma's PeerError, raised by a test.
-            time.sleep(pause)
-            pause = min(pause * 2, 0.001)
+            found.append((index, value))
+            return flag
+
+        _polled(any_done, "Request.Waitany")
+        return found[-1]
 
     @staticmethod
     def Testany(requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
@@ -390,13 +392,15 @@ class Request:
             value = requests[active[0]].wait(status)
             _give(statuses, [status])
             return active, [value]
-        pause = 0.00002
-        while True:
+        found: list[tuple[list[int] | None, list[Any] | None]] = []
+
+        def some_done() -> bool:
             indices, values = Request.testsome(requests, statuses)
-            if indices is None or indices:
-                return indices, values
-            time.sleep(pause)
-            pause = min(pause * 2, 0.001)
+            found.append((indices, values))
+            return indices is None or bool(indices)
+
+        _polled(some_done, "Request.Waitsome")
+        return found[-1]
 
     @staticmethod
     def Testsome(requests: Sequence[Request], statuses: list[Status] | None = None) -> list[int] | None:  # noqa: N802
@@ -512,6 +516,21 @@ class Prequest(Request):
             request.Start()
 
     startall = Startall
+
+
+def _polled(done: Callable[[], bool], call: str) -> None:
+    """Test until done() holds, for the waits over several requests: polled, so it sleeps between
+    rounds (growing to 1 ms: ranks share cores), and ends at rma's deadline (RMA_TIMEOUT) as a
+    single request's wait does. A peer that died ends it with rma's PeerError, raised by a test."""
+    limit = settings.timeout()
+    deadline = time.monotonic() + limit if limit > 0 else None
+    pause = 0.00002
+    while not done():
+        if deadline is not None and time.monotonic() > deadline:
+            rank = f"rank {_join.init().rank}: " if _join.is_initialized() else ""
+            raise _rma.RMATimeoutError(f"rma: {rank}{call} did not finish within {limit:g} s (RMA_TIMEOUT)")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.001)
 
 
 def _fill(status: Status | None, operation: Any) -> None:
