@@ -302,3 +302,28 @@ def test_error_classes_codes_and_strings():
     with pytest.raises(MPI.Exception) as null:
         MPI.ERRHANDLER_NULL.Free()
     assert null.value.Get_error_class() == MPI.ERR_ERRHANDLER
+
+
+COPIES_OF_THE_PREDEFINED = """
+import numpy as np
+from rma.compat import MPI
+mine = MPI.Comm(MPI.COMM_SELF)  # (a copy made before the first use of COMM_SELF)
+world = MPI.Intracomm(MPI.COMM_WORLD)
+mine.Send(np.ones(1), 0, 5)
+print(MPI.COMM_SELF.Iprobe(0, 5), MPI.COMM_SELF.Compare(mine) == MPI.IDENT, world.Compare(MPI.COMM_WORLD) == MPI.IDENT)
+"""
+
+
+def test_copies_of_comm_self_and_comm_world_made_before_their_first_use_are_them():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "1", sys.executable, "-c", COPIES_OF_THE_PREDEFINED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True", "True"]
+

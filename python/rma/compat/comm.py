@@ -71,10 +71,14 @@ class Comm(PointToPoint, Collectives):
     def _base(self) -> _rma.Comm:
         """The rma.Comm underneath; COMM_WORLD and COMM_SELF join the job at first use."""
         if self._comm is None:
-            if self._kind == "world":
-                self._comm = _join.init()
-            elif self._kind == "self":
-                self._comm = _rma.Comm(_join.init()._core.alone())
+            if self._kind in ("world", "self"):
+                # Made once, by the module's handle: MPI.Comm(MPI.COMM_SELF) made before the first
+                # use is the same communicator, not a second one of its own.
+                predefined = COMM_WORLD if self._kind == "world" else COMM_SELF
+                if predefined._comm is None:
+                    world = _join.init()
+                    predefined._comm = world if self._kind == "world" else _rma.Comm(world._core.alone())
+                self._comm = predefined._comm
             elif self._kind == "pending":
                 raise MPIException(
                     ERR_COMM, "rma.compat: the communicator of Comm.Idup is used before its request completed"
