@@ -326,4 +326,3 @@ def test_copies_of_comm_self_and_comm_world_made_before_their_first_use_are_them
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["True", "True", "True"]
-
