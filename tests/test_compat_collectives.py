@@ -284,3 +284,18 @@ def test_errors_name_the_call_and_the_rank(comm):
         with pytest.raises(MPI.Exception, match=rf"Comm.Iallgather: rank {rank} expected \d+ bytes from rank"):
             started.Wait()
     world.Barrier()  # the communicator still works
+
+
+@pytest.mark.rma(**SIZES)
+def test_reduce_scatter_in_place_in_a_larger_buffer_and_a_count_mismatch_raised_on_every_rank(comm):
+    from rma.compat import MPI
+
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    buf = np.arange(size + 1, dtype="d") + rank  # one entry past sum(recvcounts), as MPI allows
+    world.Reduce_scatter(MPI.IN_PLACE, buf, [1] * size)
+    assert buf[0] == sum(rank + other for other in range(size))
+    # Rank 0 sends one entry too many: every rank raises (none waits in the reduction).
+    with pytest.raises(ValueError, match=f"rank {rank} found that rank 0 sends {size + 1} entries"):
+        world.Reduce_scatter(np.ones(size + (1 if rank == 0 else 0)), np.zeros(1))
+    world.Barrier()  # (the communicator still works)

@@ -412,22 +412,35 @@ class Collectives:
             if counts is not None and len(counts) != size:
                 raise ArgumentError(f"rma.compat: {call}: rank {rank} gave {len(counts)} counts for {size} ranks")
         if in_place:
-            data_part = _whole(spec, call, rank)
+            # The data is the receive buffer's first entries: all its blocks, or sum(recvcounts)
+            # (the buffer may be larger, as MPI allows).
+            data_part = _whole(spec, call, rank) if counts is None or block else _first(spec, sum(counts), call, rank)
         else:
             send = message(sendbuf, writable=False, call=call, rank=rank)
             if send.datatype != spec.datatype:
                 raise ArgumentError(f"rma.compat: {call}: mismatch in send and receive MPI datatypes")
             data_part = send.part(0, call, rank)
+        if counts is not None and not in_place and (data_part.count != sum(counts) or spec.counts[0] < counts[rank]):
+            raise ArgumentError(
+                f"rma.compat: {call}: rank {rank} sends {data_part.count} entries and receives "
+                f"{spec.counts[0]}; the counts are {counts}"
+            )
 
         def run() -> None:
-            every = counts if counts is not None else base.allgather(spec.counts[0])
-            if not in_place and (data_part.count != sum(every) or spec.counts[0] != every[rank]):
-                raise ArgumentError(
-                    f"rma.compat: {call}: rank {rank} sends {data_part.count} entries and receives "
-                    f"{spec.counts[0]}; the counts are {every}"
-                )
+            every = counts
+            if every is None:
+                # Each rank's receive and send counts, so that every rank finds a mismatch alike
+                # (raised on one rank alone, the others would wait in the reduction).
+                pairs = base.allgather((spec.counts[0], data_part.count))
+                every = [received for received, _ in pairs]
+                wrong = [r for r, (_, sent) in enumerate(pairs) if sent != sum(every)]
+                if wrong:
+                    raise ArgumentError(
+                        f"rma.compat: {call}: rank {rank} found that rank {wrong[0]} sends {pairs[wrong[0]][1]} "
+                        f"entries where the receive counts {every} sum to {sum(every)}"
+                    )
             reduced = _allreduced(base, data_part.read(), op, data_part, call)
-            per_entry = reduced.size // max(sum(every), 1)
+            per_entry = reduced.size // max(data_part.count, 1)
             start = sum(every[:rank]) * per_entry
             mine = reduced[start : start + every[rank] * per_entry]
             _first(spec, every[rank], call, rank).write(mine)
