@@ -12,10 +12,10 @@ Why one ordered queue: every rank must see a communicator's collectives in the s
 The worker keeps the started ones in order, and a blocking collective of the communicator
 first waits until its queue is empty (`drain`), so it comes after them on every rank.
 
-A worker looks for started collectives every millisecond, asleep in between, and ends after a
-second without any (the next I-call starts another); it is a daemon thread, and `_stop_all`
+A worker sleeps until a collective is started (it takes it a millisecond later), and ends after
+a second without any (the next I-call starts another); it is a daemon thread, and `_stop_all`
 ends it at exit. A thread that waits for a collective not yet begun, next in line, runs it
-itself: an I-call followed by its Wait costs about what the blocking call does.
+itself meanwhile: an I-call followed by its Wait costs about what the blocking call does.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .errors import TRANSLATED, as_mpi
 __all__: list[str] = []
 
 _IDLE_SECONDS = 1.0  # an idle worker ends after this long without work
-_PICKUP_SECONDS = 0.001  # how often a worker looks for started collectives (it sleeps between)
+_PICKUP_SECONDS = 0.001  # how long a just-started collective is left to a Wait before the worker takes it
 _POLL_SECONDS = 0.5  # how often a waiter looks whether the worker still lives
 
 _lock = threading.Lock()
@@ -102,7 +102,7 @@ class CollectiveQueue:
         self._stopping = False
         self._last_submit = 0.0
         self._changed = threading.Condition(_lock)  # drain's: notified when nothing is pending
-        self._wake = threading.Condition(_lock)  # the worker's: notified only to stop it
+        self._wake = threading.Condition(_lock)  # the worker's: work started, one ran, or stop
         self._thread: threading.Thread | None = None
 
     def _submit(self, run: Callable[[], None], call: str) -> Started:
@@ -111,8 +111,7 @@ class CollectiveQueue:
         self._pending += 1
         self._jobs.append(started)
         self._last_submit = time.monotonic()
-        # (A running worker is not woken: it looks every _PICKUP_SECONDS, and meanwhile a Wait
-        # right after the I-call takes the collective itself, without two threads taking turns.)
+        self._wake.notify_all()  # (an idle worker sleeps until work comes)
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name=f"rma.compat {call} worker", daemon=True)
             self._thread.start()
@@ -132,6 +131,7 @@ class CollectiveQueue:
         with _lock:
             self._running = False
             self._pending -= 1
+            self._wake.notify_all()  # (the worker sleeps while a waiter runs one)
             if not self._pending:
                 self._changed.notify_all()
 
@@ -144,17 +144,27 @@ class CollectiveQueue:
     def _work(self) -> None:
         while True:
             with _lock:
-                while not self._jobs or self._running:
+                while True:
                     if self._stopping:
                         self._thread = None
                         return
-                    if not self._pending and time.monotonic() - self._last_submit >= _IDLE_SECONDS:
+                    now = time.monotonic()
+                    if self._running:
+                        self._wake.wait()  # (a waiter runs one: _ran wakes this thread after it)
+                    elif self._jobs and now - self._last_submit < _PICKUP_SECONDS:
+                        # Just started: a Wait that follows its I-call may take it itself, without
+                        # two threads taking turns; the worker takes it after this moment.
+                        self._wake.wait(_PICKUP_SECONDS - (now - self._last_submit))
+                    elif self._jobs:
+                        break
+                    elif now - self._last_submit >= _IDLE_SECONDS:
                         # Nothing started for a while: end (the next I-call starts another).
                         self._thread = None
                         if _queues.get(id(self._owner)) is self:
                             del _queues[id(self._owner)]
                         return
-                    self._wake.wait(_PICKUP_SECONDS)
+                    else:
+                        self._wake.wait(_IDLE_SECONDS - (now - self._last_submit))  # (_submit wakes it)
                 started = self._jobs.popleft()
                 self._running = True
             self._ran(started)
