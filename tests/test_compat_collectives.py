@@ -301,3 +301,29 @@ def test_reduce_scatter_in_place_in_a_larger_buffer_and_a_count_mismatch_raised_
     with pytest.raises(ValueError, match=f"rank {rank} found that rank 0 sends {size + 1} entries"):
         world.Reduce_scatter(np.ones(size + (1 if rank == 0 else 0)), np.zeros(1))
     world.Barrier()  # (the communicator still works)
+
+
+FINALIZE_WITH_A_STARTED_COLLECTIVE = """
+import time
+from rma.compat import MPI
+world = MPI.COMM_WORLD
+if world.Get_rank() == 1:
+    time.sleep(0.5)
+started = world.Ibarrier()
+MPI.Finalize()  # (rank 0's barrier is still under way in its worker here)
+print("finalized", started.Test())
+"""
+
+
+def test_finalize_lets_the_started_collectives_run_first():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "rma", "-n", "2", sys.executable, "-c", FINALIZE_WITH_A_STARTED_COLLECTIVE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n").count("finalized True") == 2, run.stdout + run.stderr

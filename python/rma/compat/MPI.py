@@ -13,6 +13,7 @@ from typing import Any as _Any
 import rma as _rma
 
 from .._job import join as _join
+from . import collective_worker as _collective_worker
 from .collectives import *  # noqa: F403 - its __all__
 from .comm import COMM_NULL, COMM_SELF, COMM_WORLD, Comm, Intracomm
 from .constants import *  # noqa: F403 - MPI's integer constants, all of them public
@@ -47,6 +48,7 @@ def Init_thread(required: int = 3) -> int:  # noqa: N802
 
 
 def Finalize() -> None:  # noqa: N802
+    _collective_worker.finish()  # (no worker may be inside a collective while the runtime ends)
     _rma.finalize()
 
 

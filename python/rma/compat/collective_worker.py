@@ -198,6 +198,15 @@ def drain(owner: Any) -> None:
         known.drain()
 
 
+def finish() -> None:
+    """Before MPI.Finalize: let every started collective run (a program must have completed its
+    requests: an erroneous one's collective then ends at rma's deadline, not under a finalized
+    runtime), then end the workers."""
+    for known in list(_queues.values()):
+        known.drain()
+    _stop_all()
+
+
 def _stop_all() -> None:
     """At exit, end the workers (they are idle unless a request was never waited for)."""
     for known in list(_queues.values()):
