@@ -141,7 +141,13 @@ def bed():
 RSH = f"{sys.executable} {Path(__file__).parent / 'testbed.py'} rsh"
 
 
-@pytest.mark.parametrize("name", PROGRAM_FILES + FILES)
+# Across hosts: the program files, and of the RMA files the two whose loops do not repeat the
+# others' (test_rma.py and test_rma_nb.py took 60 s there for paths tests/test_mixed_windows.py
+# and the 2-host pass run).
+ACROSS_HOSTS = PROGRAM_FILES + ["test_win.py", "test_util_sync.py"]
+
+
+@pytest.mark.parametrize("name", ACROSS_HOSTS)
 def test_mpi4py_test_file_passes_across_two_hosts(suite, bed, name):
     # One rank on each host of a test bed: the messages and collectives go through libfabric.
     h0, h1 = (host.name for host in bed.hosts)
