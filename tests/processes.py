@@ -5,6 +5,7 @@ mpirun)."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 
@@ -29,6 +30,14 @@ def run_in_own_group(argv, *, timeout, env=None, cwd=None) -> subprocess.Complet
             proc.communicate()
             raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def job_of(code: str, ranks: int, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    """A job of `ranks` ranks on this host running `code` under rmarun, with `env` added; its
+    CompletedProcess (a job of its own, for what the pooled ranks of @pytest.mark.rma cannot do:
+    another RMA_TIMEOUT, MPI.Finalize, a fresh COMM_SELF)."""
+    argv = [sys.executable, "-m", "rma", "-n", str(ranks), sys.executable, "-c", code]
+    return run_in_own_group(argv, timeout=timeout, env=dict(os.environ, **env))
 
 
 def processes_with(marker: str) -> list[str]:

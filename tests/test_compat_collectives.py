@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 
+from processes import job_of
+
 SIZES = dict(nprocs=[1, 2, 3, 4], timeout=60)
 # Also through messages (libfabric), where rma's collectives do not meet in shared memory.
 EVERYWHERE = dict(SIZES, transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
@@ -316,14 +318,6 @@ print("finalized", started.Test())
 
 
 def test_finalize_lets_the_started_collectives_run_first():
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [sys.executable, "-m", "rma", "-n", "2", sys.executable, "-c", FINALIZE_WITH_A_STARTED_COLLECTIVE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = job_of(FINALIZE_WITH_A_STARTED_COLLECTIVE, 2)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n").count("finalized True") == 2, run.stdout + run.stderr

@@ -7,6 +7,7 @@ import pickle
 
 import pytest
 
+from processes import job_of
 from rma.compat import MPI
 
 RANKS = dict(nprocs=[1, 2, 3, 4], timeout=60)
@@ -315,14 +316,6 @@ print(MPI.COMM_SELF.Iprobe(0, 5), MPI.COMM_SELF.Compare(mine) == MPI.IDENT, worl
 
 
 def test_copies_of_comm_self_and_comm_world_made_before_their_first_use_are_them():
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [sys.executable, "-m", "rma", "-n", "1", sys.executable, "-c", COPIES_OF_THE_PREDEFINED],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = job_of(COPIES_OF_THE_PREDEFINED, 1)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["True", "True", "True"]

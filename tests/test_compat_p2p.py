@@ -6,6 +6,8 @@ persistent requests, Waitany/Waitsome, statuses."""
 import numpy as np
 import pytest
 
+from processes import job_of
+
 RANKS = dict(nprocs=[1, 2, 3, 4], transports=["shared-memory", "libfabric"], providers=["shm", "tcp"])
 
 
@@ -384,17 +386,7 @@ def test_a_receive_cancelled_while_another_thread_waits_for_it_stays_valid():
 
 def alone(code: str, **env: str) -> str:
     """The last line a job of one rank running `code` prints, with `env` added."""
-    import os
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [sys.executable, "-m", "rma", "-n", "1", sys.executable, "-c", code],
-        env=dict(os.environ, **env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = job_of(code, 1, **env)
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()[-1]
 
