@@ -115,12 +115,18 @@ OUT_OF_SCOPE = {
     "test_comm.py": {"__main__.TestCommNull.testConstructorInter": "MPI.Intercomm"},
     "test_exceptions.py": {"__main__.TestExcCommNull.testInterNull": "MPI.Intercomm"},
 }
-# The files that loop over every datatype and count, with a collective or a message around
-# each (10-30 s at 3 and 4 ranks on 2 cores), at 1, 2 and 4 ranks: tests/test_compat_p2p.py and
-# test_compat_collectives.py run those calls at 3 ranks. The persistent collectives' file at 1
+# Every file at 1, 2 and 4 ranks. At 3 (an odd count), the files whose calls depend on the
+# ranks' number and order: messages and collectives of objects, communicators and groups; the
+# others test what one process does (statuses, requests, Info, buffers, error codes...), or loop
+# over every datatype and count with a collective or a message around each (test_p2p_buf,
+# test_cco_buf, test_cco_nb_buf: 10-30 s at 3 and 4 ranks on 2 cores; tests/test_compat_p2p.py
+# and test_compat_collectives.py run those calls at 3). The persistent collectives' file at 1
 # and 2 only: each Start() queues the nonblocking collective test_cco_nb_buf.py runs at 4.
-LOOPING = ("test_p2p_buf.py", "test_cco_buf.py", "test_cco_nb_buf.py")
-PROGRAM_RANKS = {**{name: [1, 2, 4] for name in LOOPING}, "test_cco_pr_buf.py": [1, 2]}
+ODD = ("test_p2p_obj.py", "test_cco_obj.py", "test_comm.py", "test_group.py", "test_p2p_obj_matched.py")
+PROGRAM_RANKS = {
+    **{name: [1, 2, 4] for name in PROGRAM_FILES if name not in ODD},
+    "test_cco_pr_buf.py": [1, 2],
+}
 PROGRAM_CASES = [(name, ranks) for name in PROGRAM_FILES for ranks in PROGRAM_RANKS.get(name, [1, 2, 3, 4])]
 
 
