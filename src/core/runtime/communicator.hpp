@@ -234,4 +234,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::set<uint64_t> acknowledged_;
 };
 
+// The synchronous-send bit must lie above every user tag, or a user's tag would read as one.
+static_assert(kSynchronousFlag > Communicator::kMaxTag);
+
 }  // namespace rma
