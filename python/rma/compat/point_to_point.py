@@ -238,21 +238,18 @@ class PointToPoint:
 
     @translated
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
-        if dest != PROC_NULL:
-            self._base._send_raw(_bytes_of(buf, "Send"), dest, tag)
+        self._eager(buf, dest, tag, "Send")
 
     Bsend = Send
     Rsend = Send
 
     @translated
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
-        if dest != PROC_NULL:
-            SynchronousSend(self._base, _bytes_of(buf, "Ssend"), dest, tag).wait()
+        self._synchronous(buf, dest, tag, "Ssend").wait()
 
     @translated
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
-        self.Send(buf, dest, tag)
-        return Request._running(Done())
+        return Request._running(self._eager(buf, dest, tag, "Isend"))
 
     Ibsend = Isend
     Irsend = Isend
@@ -350,43 +347,43 @@ class PointToPoint:
     @translated
     def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:  # noqa: N802
         """Waits for a message a receive of (source, tag) would take; leaves it there."""
-        if source == PROC_NULL:
-            _fill(status, Done(PROC_NULL, ANY_TAG))
-            return True
-        found, message_tag, count = self._base._probe(source, tag, True)
-        _fill(status, Done(found, message_tag, payload_bytes(count)))
-        return True
+        return self._probe(source, tag, status, wait=True)
 
     @translated
     def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> bool:  # noqa: N802
-        if source == PROC_NULL:
-            _fill(status, Done(PROC_NULL, ANY_TAG))
-            return True
-        seen = self._base._probe(source, tag, False)
-        if seen is None:
-            return False
-        found, message_tag, count = seen
-        _fill(status, Done(found, message_tag, payload_bytes(count)))
-        return True
+        return self._probe(source, tag, status, wait=False)
 
     @translated
     def Mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Message:  # noqa: N802
         """Waits for such a message and takes it out: only the Message returned receives it."""
-        if source == PROC_NULL:
-            _fill(status, Done(PROC_NULL, ANY_TAG))
-            return Message._no_proc()
-        message = Message._taken(*self._base._mprobe(source, tag, True))
-        _fill(status, message._done())
+        message = self._mprobe(source, tag, status, wait=True)
+        assert message is not None  # (a wait returns with one)
         return message
 
     @translated
     def Improbe(  # noqa: N802
         self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
     ) -> Message | None:
+        return self._mprobe(source, tag, status, wait=False)
+
+    def _probe(self, source: int, tag: int, status: Status | None, *, wait: bool) -> bool:
+        """Whether a message (source, tag) is there (waiting for one if `wait`); its status."""
+        if source == PROC_NULL:
+            _fill(status, Done(PROC_NULL, ANY_TAG))
+            return True
+        seen = self._base._probe(source, tag, wait)
+        if seen is None:
+            return False
+        found, message_tag, count = seen
+        _fill(status, Done(found, message_tag, payload_bytes(count)))
+        return True
+
+    def _mprobe(self, source: int, tag: int, status: Status | None, *, wait: bool) -> Message | None:
+        """Such a message taken out as a Message (waiting for one if `wait`), or None."""
         if source == PROC_NULL:
             _fill(status, Done(PROC_NULL, ANY_TAG))
             return Message._no_proc()
-        taken = self._base._mprobe(source, tag, False)
+        taken = self._base._mprobe(source, tag, wait)
         if taken is None:
             return None
         message = Message._taken(*taken)
