@@ -14,7 +14,15 @@ from .errors import ERR_ARG, ERR_BUFFER, ERR_TRUNCATE, ERR_TYPE, ArgumentError
 from .errors import Exception as MPIException
 from .memory import bytes_of
 
-__all__ = ["origin_elements", "result_elements", "datatype_of_buffer", "ResultRuns", "result_runs", "message_bytes"]
+__all__ = [
+    "origin_elements",
+    "result_elements",
+    "datatype_of_buffer",
+    "ResultRuns",
+    "result_runs",
+    "message_bytes",
+    "plain_array",
+]
 
 
 def origin_elements(spec: Any, call: str) -> np.ndarray:
@@ -77,14 +85,14 @@ class ResultRuns:
 def message_bytes(spec: Any, call: str) -> memoryview:
     """The bytes a message of a send specification carries, in type-map order (a view of the
     caller's memory where the datatype is contiguous)."""
-    if _plain_array(spec):
+    if plain_array(spec):
         return memoryview(spec.reshape(-1).view(np.uint8))  # (what the general rule gives it)
     return memoryview(origin_elements(spec, call).view(np.uint8))
 
 
 def result_runs(spec: Any, call: str) -> ResultRuns:
     """The memory a receive fills: any datatype, holes too (a receive scatters the bytes)."""
-    if _plain_array(spec) and spec.flags.writeable:
+    if plain_array(spec) and spec.flags.writeable:
         return ResultRuns(spec.reshape(-1).view(np.uint8), [(0, spec.nbytes)], call)
     raw, datatype, count, displ = _parse(spec, writable=True, call=call)
     runs = datatype.blocks(count)
@@ -98,10 +106,10 @@ def result_runs(spec: Any, call: str) -> ResultRuns:
 _MESSAGE_DTYPES: dict[np.dtype, bool] = {}
 
 
-def _plain_array(spec: Any) -> bool:
+def plain_array(spec: Any) -> bool:
     """Whether spec is a bare C-contiguous NumPy array of a dtype MPI has: the common case of
-    the messages, which skips the parsing of a specification (the messages of a loop: the
-    parsing cost as much as the message itself) and gives what it would give."""
+    the messages and collectives, which skips the parsing of a specification (the messages of
+    a loop: the parsing cost as much as the message itself) and gives what it would give."""
     if type(spec) is not np.ndarray or not spec.flags.c_contiguous:
         return False
     known = _MESSAGE_DTYPES.get(spec.dtype)

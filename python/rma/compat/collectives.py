@@ -24,6 +24,7 @@ import numpy as np
 import rma as _rma
 
 from . import collective_worker
+from .buffers import plain_array
 from .errors import ERR_OP, ERR_ROOT, ERR_TRUNCATE, TRANSLATED, ArgumentError, as_mpi, translated
 from .errors import Exception as MPIException
 from .memory import IN_PLACE
@@ -141,7 +142,7 @@ class Collectives:
 
     @translated
     def Bcast(self, buf: Any, root: int = 0) -> None:  # noqa: N802
-        if _plain(buf):
+        if plain_array(buf) and buf.flags.writeable:
             # The common case, a plain array: rma's own Bcast, without a specification to parse.
             base = self._base
             root = _root(root, base, "Comm.Bcast")
@@ -349,7 +350,13 @@ class Collectives:
 
     @translated
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:  # noqa: N802
-        if _plain(sendbuf) and _plain(recvbuf) and sendbuf.dtype == recvbuf.dtype and sendbuf.size == recvbuf.size:
+        if (
+            plain_array(sendbuf)
+            and plain_array(recvbuf)
+            and recvbuf.flags.writeable
+            and sendbuf.dtype == recvbuf.dtype
+            and sendbuf.size == recvbuf.size
+        ):
             # The common case, plain arrays and a predefined op on an element type rma reduces:
             # rma's compiled Allreduce (in shared memory on one host), with nothing to parse.
             fast = fast_op(op, sendbuf.dtype) if type(op) is Op and sendbuf.size else None
@@ -681,12 +688,6 @@ def _allreduced(base: _rma.Comm, data: np.ndarray, op: Op, part: Part, call: str
         base.Allreduce(data, out, fast)
         return out
     return fold(op, _arrays(base._core.allgather(data.tobytes(), call), data, call, base.rank), part.datatype, call)
-
-
-def _plain(buf: Any) -> bool:
-    """Whether `buf` is a plain C-contiguous, writable NumPy array (the short way's case: the
-    general rule, through a buffer specification, gives the same for it)."""
-    return type(buf) is np.ndarray and buf.flags.c_contiguous and buf.flags.writeable
 
 
 def _op(op: Any, call: str) -> Op:
