@@ -30,9 +30,11 @@ from __future__ import annotations
 import sys
 
 from ..errors import RMAError
+from . import timeline as _timeline  # the module, before the name is the function's
 from .cluster import RAISE_GRACE, Cluster, RankError, RankResult
+from .timeline import last_trace, timeline
 
-__all__ = ["Cluster", "RankError", "RankResult", "RAISE_GRACE", "start", "current", "show"]
+__all__ = ["Cluster", "RankError", "RankResult", "RAISE_GRACE", "start", "current", "show", "timeline", "last_trace"]
 
 _current: Cluster | None = None
 
@@ -124,13 +126,39 @@ def current() -> Cluster:
 
 
 def _rma_cell(line: str, cell: str) -> None:
-    """%%rma: run the cell on every rank, showing each rank's output as it is printed."""
+    """%%rma: run the cell on every rank, showing each rank's output as it is printed.
+
+    ``%%rma --timeline`` also records what the ranks do in the cell and draws it under the
+    cell's output (rma.notebook.timeline), even when the cell raised."""
+    drawn = _options(line)
+    cluster = current()
+    if drawn:
+        _timeline.require_matplotlib()
+        _timeline.start_recording(cluster)
     display = _CellDisplay()
-    results = current().run(cell, on_output=display.output, on_error=display.error)
+    results = cluster.run(cell, on_output=display.output, on_error=display.error)
     display.finish(results)
     raised = [r.rank for r in results if r.error and not r.interrupted]
+    if drawn:
+        try:
+            trace = _timeline.take_trace(cluster)
+        except RMAError as exc:
+            if not raised:
+                raise
+            print(f"(no timeline: {exc})", file=sys.stderr)
+        else:
+            _timeline.show_figure(timeline(trace))
     if raised:
         raise RankError(f"the cell raised on rank(s) {', '.join(map(str, raised))} (tracebacks above)")
+
+
+def _options(line: str) -> bool:
+    """Read %%rma's line: whether it asks for a timeline."""
+    words = line.split()
+    unknown = [word for word in words if word != "--timeline"]
+    if unknown:
+        raise RMAError(f"%%rma: unknown option {unknown[0]!r} (the one option is --timeline)")
+    return bool(words)
 
 
 def _register_magic() -> None:
