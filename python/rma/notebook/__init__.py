@@ -21,8 +21,18 @@ and %%rma raises rma.notebook.RankError; then each rank's value of the cell's la
 the kernel interrupts the cell on every rank (KeyboardInterrupt in the ranks' Python code) and
 leaves the job running. After a rank died, every call says which and how.
 
-cluster.py holds the ranks (Cluster), worker.py is what each rank runs; this module holds the
-cluster %%rma uses and the magic.
+``%%rma --timeline`` also records what every rank does in the cell (its rma calls, epochs,
+waits and collectives, as RMA_TRACE would) and draws it under the cell's output, also when the
+cell raised: one row per rank, epochs as bars, calls as ticks, waits shaded, an arrow from each
+put, get and accumulate to where it completed at its target (rma.notebook.timeline).
+rma.notebook.timeline() redraws the last cell's, rma.notebook.timeline(FILE) draws a trace file
+of RMA_TRACE or ``rmarun --trace``, and rma.notebook.last_trace() is the trace itself (a dict:
+json.dump it to a file, which Perfetto opens). Hover text (the call, its bytes and source line)
+needs an interactive front end such as ipympl (``%matplotlib widget``); the inline backend
+draws a still image.
+
+cluster.py holds the ranks (Cluster), worker.py is what each rank runs, timeline.py draws a
+trace; this module holds the cluster %%rma uses and the magic.
 """
 
 from __future__ import annotations
