@@ -78,9 +78,12 @@ setup() {
 test_packages() {
   # Debian's Open MPI and Slurm: tests/test_pmix.py starts rma jobs with mpirun, and
   # tests/test_slurm.py with srun --mpi=pmix on a one-node Slurm it starts; both through PMIx.
-  # Slurm's PMIx plugin loads libpmix.so, which only libpmix-dev ships. rma itself needs none.
-  local packages="openmpi-bin slurmctld slurmd slurm-client libpmix-dev"
-  if ! command -v mpirun >/dev/null || ! command -v slurmd >/dev/null || ! dpkg -s libpmix-dev >/dev/null 2>&1; then
+  # Slurm's PMIx plugin loads libpmix.so, which only libpmix-dev ships. Chromium and its driver:
+  # tests/test_trace_views.py opens the trace's HTML page headless (through Selenium) and makes
+  # the docs' picture of it. rma itself needs none.
+  local packages="openmpi-bin slurmctld slurmd slurm-client libpmix-dev chromium chromium-driver"
+  if ! command -v mpirun >/dev/null || ! command -v slurmd >/dev/null || ! dpkg -s libpmix-dev >/dev/null 2>&1 \
+    || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     echo "dev.sh: installing Debian packages for the tests: $packages"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null

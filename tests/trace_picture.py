@@ -56,7 +56,11 @@ def browser(width: int = 1400, height: int = 900) -> Iterator[Any]:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"):
         options.add_argument(flag)
     options.add_argument(f"--window-size={width},{height}")
-    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver") or "chromedriver"))
+    # Without the sanitizers' runtimes that ./dev.sh test's ASan pass preloads into everything it
+    # starts: Chromium's own allocator aborts under them, and the browser is not under test.
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+    service = Service(shutil.which("chromedriver") or "chromedriver", env=env)
+    driver = webdriver.Chrome(options=options, service=service)
     try:
         yield driver
     finally:
