@@ -409,7 +409,7 @@ def _draw(parsed: _Parsed, width: float) -> Figure:
             gid=GIDS["flow"],
             label=flow.text,
         )
-        axes.add_patch(arrow)
+        axes.add_artist(arrow)  # add_patch would grow the data limits arrow by arrow: slow, and set below
         hover.append((2, arrow, [flow.text]))
     for family in families:
         legend.append(Line2D([], [], color=_FLOW_COLOURS[family], marker=">", label=f"{family} -> target"))
@@ -507,12 +507,13 @@ def start_recording(cluster: Cluster) -> None:
 
 
 def take_trace(cluster: Cluster) -> dict:
-    """Collect every rank's records of the cell, merge them into one trace and keep it as the
-    last trace (what timeline() draws without an argument)."""
+    """Stop recording, collect every rank's records of the cell, merge them into one trace and
+    keep it as the last trace (what timeline() draws without an argument)."""
     global _last
     from ..trace.merge import merge
 
-    parts = cluster.pull(f"{_RECORDING}.take_part()")
+    # Stopped first: the cells that follow run unrecorded.
+    parts = cluster.pull(f"({_RECORDING}.stop(), {_RECORDING}.take_part())[1]")
     _last = merge(parts)
     return _last
 
