@@ -1,9 +1,13 @@
 """Sphinx configuration of rma's documentation (built by ./dev.sh docs, warnings as errors)."""
 
+import sys
 from pathlib import Path
 
 import rma
 from rma.compat import coverage
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # trace_picture.py, below
+import trace_picture  # noqa: E402
 
 project = "rma"
 author = "the rma developers"
@@ -32,3 +36,22 @@ html_title = f"rma {release}"
 _generated = Path(__file__).parent / "_generated"
 _generated.mkdir(exist_ok=True)
 (_generated / "mpi4py_coverage.md").write_text(coverage.table())
+
+# The "Seeing a job" page's picture: the HTML page (python -m rma.trace --html) of a real trace of
+# examples/bulletin_board.py at 4 ranks, screenshotted in headless Chromium
+# (tests/trace_picture.py). Made, not committed, so that it shows what the code draws today:
+# here when it is absent, so that the first build of a fresh clone shows it (CI's: ./dev.sh test
+# installs Chromium before it builds the docs, which it does before the tests), and again by
+# tests/test_trace_views.py, whose real job checks that same page. Where Chromium is missing (a
+# machine that never ran ./dev.sh test) the page says how to get the picture rather than fail
+# the build; where it is present, a failure to make the picture fails the build.
+_picture = _generated / "seeing_a_job.png"
+if not _picture.exists() and trace_picture.missing_browser() is None and trace_picture.recorder_ready():
+    trace_picture.make_docs_picture(_picture)
+(_generated / "seeing_a_job_picture.md").write_text(
+    "```{image} seeing_a_job.png\n:alt: The timeline page of a trace of the bulletin board at 4 ranks\n"
+    ":width: 100%\n```\n"
+    if _picture.exists()
+    else "*(The picture is made by `./dev.sh docs` where Debian's `chromium` and `chromium-driver` are "
+    f"installed, which `./dev.sh test` does: here {trace_picture.missing_browser() or 'rma records no traces yet'}.)*\n"
+)
