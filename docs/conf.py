@@ -49,7 +49,7 @@ _picture = _generated / "seeing_a_job.png"
 if not _picture.exists() and trace_picture.missing_browser() is None and trace_picture.recorder_ready():
     trace_picture.make_docs_picture(_picture)
 (_generated / "seeing_a_job_picture.md").write_text(
-    "```{image} seeing_a_job.png\n:alt: The timeline page of a trace of the bulletin board at 4 ranks\n"
+    "```{image} /_generated/seeing_a_job.png\n:alt: The timeline page of a trace of the bulletin board at 4 ranks\n"
     ":width: 100%\n```\n"
     if _picture.exists()
     else "*(The picture is made by `./dev.sh docs` where Debian's `chromium` and `chromium-driver` are "

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from processes import run_in_own_group
+
 ROOT = Path(__file__).resolve().parent.parent
 BULLETIN_BOARD = ROOT / "examples" / "bulletin_board.py"
 JOB_TIMEOUT = 120  # seconds, for the traced 4-rank job (it takes about one)
@@ -88,24 +90,34 @@ def screenshot(driver: Any, html: Path, png: Path) -> None:
     driver.set_window_size(width, bottom)
     inner_width, inner_height = driver.execute_script("return [window.innerWidth, window.innerHeight];")
     driver.set_window_size(2 * width - inner_width, 2 * bottom - inner_height)
-    png.parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(png))
 
 
 def record_bulletin_board(trace: Path, ranks: int = 4, rounds: int = 20) -> subprocess.CompletedProcess[str]:
-    """Run examples/bulletin_board.py under `rmarun --trace`; its CompletedProcess."""
+    """Run examples/bulletin_board.py under `rmarun --trace` (20 rounds: a picture whose calls
+    can still be told apart); its CompletedProcess. Past JOB_TIMEOUT the whole job is killed."""
     argv = [sys.executable, "-m", "rma", "-n", str(ranks), "--trace", str(trace), str(BULLETIN_BOARD)]
-    argv += ["--rounds", str(rounds)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=JOB_TIMEOUT, cwd=ROOT, env=dict(os.environ))
+    return run_in_own_group([*argv, "--rounds", str(rounds)], timeout=JOB_TIMEOUT, cwd=ROOT)
 
 
-def make_docs_picture(png: Path) -> None:
-    """The docs' picture: a real trace of the bulletin board at 4 ranks, its HTML page, and
-    that page screenshotted in headless Chromium. Unavailable if no browser; RuntimeError if the
-    job or the page fails."""
+def save_docs_picture(driver: Any, trace: Path, png: Path) -> None:
+    """The docs' picture of `trace`: its HTML page, screenshotted. Written whole or not at all
+    (a temporary file renamed), as two passes of the suite may make it at once."""
     from rma.trace.html_page import page
     from rma.trace.reading import load
 
+    with tempfile.TemporaryDirectory(prefix="rma-docs-trace-") as tmp:
+        html = Path(tmp) / "bulletin_board.html"
+        html.write_text(page(load(trace), "bulletin_board.py at 4 ranks"), encoding="utf-8")
+        screenshot(driver, html, Path(tmp) / png.name)
+        png.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(Path(tmp) / png.name, png.with_name(png.name + ".part"))
+        os.replace(png.with_name(png.name + ".part"), png)
+
+
+def make_docs_picture(png: Path) -> None:
+    """The docs' picture, from a real trace of the bulletin board at 4 ranks. Unavailable if no
+    browser; RuntimeError if the job fails."""
     if (why := missing_browser()) is not None:
         raise Unavailable(why)
     with tempfile.TemporaryDirectory(prefix="rma-docs-trace-") as tmp:
@@ -113,7 +125,5 @@ def make_docs_picture(png: Path) -> None:
         done = record_bulletin_board(trace)
         if done.returncode != 0 or not trace.exists():
             raise RuntimeError(f"the traced bulletin board failed ({done.returncode}): {done.stderr[-2000:]}")
-        html = Path(tmp) / "bulletin_board.html"
-        html.write_text(page(load(trace), "bulletin_board.py at 4 ranks"), encoding="utf-8")
         with browser() as driver:
-            screenshot(driver, html, png)
+            save_docs_picture(driver, trace, png)

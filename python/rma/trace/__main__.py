@@ -66,16 +66,12 @@ def _parts(path: Path) -> list[str]:
 
 def _merge(path: Path) -> None:
     """Merge the ranks' parts into `path`, as rmarun would have at the end of the job."""
+    from .merge import merge_files
+
     try:
-        from .merge import merge_files
-    except ImportError:
-        # TODO(issue 42): rma.trace.merge is being written beside this reader; until it lands,
-        # parts cannot be merged here.
-        raise _Failure(f"{path}: only its per-rank parts exist, and this rma cannot merge them yet") from None
-    try:
-        merge_files(path)
-    except (OSError, ValueError) as exc:
-        raise _Failure(f"{path}: merging its parts failed: {exc}") from None
+        merge_files(str(path))
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a part cut short or not a part
+        raise _Failure(f"{path}: merging its parts failed: {exc!r}") from None
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ rect.wait { fill: #000; fill-opacity: 0.12; }
 rect.epoch { fill-opacity: 0.75; stroke: #fff; stroke-width: 0.5; }
 rect.epoch.open { stroke: #000; stroke-dasharray: 3 2; }
 rect.arrival { fill: #777; }
-path.flow { stroke: #555; stroke-width: 0.8; stroke-opacity: 0.6; fill: none; }
+path.flow { stroke: #444; stroke-width: 0.7; stroke-opacity: 0.45; fill: none; }
 path.flow:hover, rect:hover { stroke: #000; stroke-opacity: 1; stroke-width: 1.5; }
 path.error { fill: #d00; }
 line.tick { stroke: #ccc; }
@@ -123,7 +123,7 @@ def timeline(trace: Trace) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{total_width}" height="{total_height}" '
         f'viewBox="0 0 {total_width} {total_height}">'
-        '<defs><marker id="arrowhead" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        '<defs><marker id="arrowhead" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="5" markerHeight="5" '
         'markerUnits="userSpaceOnUse" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>'
         + _axis(span, width, total_height, x)
         + "".join(rows)

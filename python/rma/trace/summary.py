@@ -104,7 +104,7 @@ def _job_lines(trace: Trace, name: str) -> list[str]:
         by_host.setdefault(track.host or "?", []).append(track.rank)
     hosts = "; ".join(f"{host}: {ranks_text(ranks)}" for host, ranks in by_host.items())
     lines = [
-        f"{name}: {len(trace.tracks)} ranks, {duration(trace.end)} of records",
+        f"{name}: {_count(len(trace.tracks), 'rank')}, {duration(trace.end)} of records",
         f"  hosts    {len(trace.hosts)} ({hosts})",
     ]
     dropped = {r: n for r, n in sorted(trace.dropped.items()) if n}
