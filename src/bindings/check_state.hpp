@@ -72,9 +72,6 @@ class CheckState final : public rma::check::CallHost {
 };
 
 namespace check_support {
-// The user's file and line of the call being made ("file.py:12"): the innermost Python frame
-// outside rma and NumPy. The string lives as long as the process.
-const std::string& call_site();
 // The process's vector clock (made by check_clock_start).
 rma::check::VectorClock& process_clock();
 // Tells the user of a conflict: rma.check.report (raises under RMA_CHECK=1, warns under warn).

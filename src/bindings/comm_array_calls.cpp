@@ -13,6 +13,7 @@
 #include "comm_object.hpp"
 #include "constants.hpp"
 #include "guarded_call.hpp"
+#include "traced_call.hpp"
 
 namespace py = pybind11;
 
@@ -96,6 +97,7 @@ PyObject* reduce_arrays(PyObject* self, PyObject* sendbuf, PyObject* recvbuf, Py
   auto* header = py::detail::array_proxy(data.ptr());
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(header->data),
                                    size_of(data.ptr()) * py::reinterpret_borrow<py::dtype>(header->descr).itemsize());
+  TracedCall::note(-1, bytes.size());
   // Where the result goes: the target itself if C-contiguous, else a C-ordered copy of it that
   // NumPy copies back element by element.
   py::object staged;
@@ -136,6 +138,8 @@ PyObject* allreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
   return guarded([&]() -> PyObject* {
     PyObject* slot[3];
     arguments::match(kAllreduce, args, nargs, kwnames, slot);
+    TracedCall traced_call("comm.Allreduce", rma::trace::Kind::Collective,
+                           [self] { return comm_core_of(self).context(); });
     return reduce_arrays(self, slot[0], slot[1], slot[2], -1, "comm.Allreduce");
   });
 }
@@ -144,6 +148,8 @@ PyObject* reduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObje
   return guarded([&]() -> PyObject* {
     PyObject* slot[4];
     arguments::match(kReduce, args, nargs, kwnames, slot);
+    TracedCall traced_call("comm.Reduce", rma::trace::Kind::Collective,
+                           [self] { return comm_core_of(self).context(); });
     int root = slot[3] != nullptr ? comm_number(slot[3], "Reduce", "root", false, false) : 0;
     return reduce_arrays(self, slot[0], slot[1], slot[2], root, "comm.Reduce");
   });

@@ -26,6 +26,7 @@
 #include "method_object.hpp"
 #include "pickled.hpp"
 #include "runtime/communicator.hpp"
+#include "traced_call.hpp"
 #include "window/epochs.hpp"
 
 namespace py = pybind11;
@@ -144,6 +145,7 @@ PyObject* barrier(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObj
   return guarded([&]() -> PyObject* {
     arguments::match(kBarrier, args, nargs, kwnames, nullptr);
     rma::Communicator& comm = comm_core_of(self);
+    TracedCall traced_call("comm.barrier", rma::trace::Kind::Collective, [&] { return comm.context(); });
     released([&] { comm.barrier(); });
     Py_RETURN_NONE;
   });

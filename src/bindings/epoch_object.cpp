@@ -4,6 +4,7 @@
 // own method bodies (window_calls), never back into Python.
 #include <pybind11/pybind11.h>
 
+#include "traced_call.hpp"
 #include "window/window.hpp"
 #include "window_object.hpp"
 
@@ -39,6 +40,11 @@ PyObject* epoch_exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   auto* epoch = reinterpret_cast<EpochObject*>(self);
   WindowObject* window = window_of(epoch->window);
   bool ok = false;
+  // (The with statement's closing call is the program's call, as if it had been written.)
+  static const char* closers[] = {"fence", "wait", "complete", "unlock", "unlock_all"};
+  TracedCall traced_call(closers[static_cast<int>(epoch->kind)], rma::trace::Kind::Call,
+                         [window] { return static_cast<int64_t>(window->state->core->id()); });
+  if (epoch->kind == EpochKind::Lock) TracedCall::note(window->state->core->job_rank(epoch->rank), 0);
   switch (epoch->kind) {
     case EpochKind::Fence: ok = window_calls::fence(window, rma::kModeNoSucceed); break;
     case EpochKind::Post: ok = window_calls::wait(window); break;

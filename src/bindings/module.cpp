@@ -14,6 +14,7 @@ void register_window(py::module_& m);
 void register_window_type(py::module_& m);
 void register_facade_window(py::module_& m);
 void register_check(py::module_& m);
+void register_trace(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Private extension of rma: the C++ core. Use the public API of the rma package.";
@@ -26,4 +27,5 @@ PYBIND11_MODULE(_core, m) {
   register_window_type(m);
   register_facade_window(m);
   register_check(m);
+  register_trace(m);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/errors.hpp"
+#include "call_site.hpp"
 #include "check_state.hpp"
 
 namespace py = pybind11;
@@ -163,7 +164,7 @@ void unwatch(PyObject* array) {
 void touched(PyObject* self, PyObject* part, bool store) {
   Spans& bytes = scratch();
   bytes_of(part, bytes);
-  std::optional<std::string> found = memory().touched(bytes, store, check_support::call_site());
+  std::optional<std::string> found = memory().touched(bytes, store, call_site());
   if (found) {
     check_support::report(*found);
     return;

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "base/errors.hpp"
+#include "call_site.hpp"
 #include "check/vector_clock.hpp"
 #include "check_state.hpp"
 #include "runtime/communicator.hpp"
@@ -99,7 +100,7 @@ void register_check(py::module_& m) {
           [](CheckState& s, int target, bool store, const std::vector<std::pair<uint64_t, uint64_t>>& spans) {
             rma::check::Spans list;
             for (auto [start, stop] : spans) list.push_back({start, stop});
-            s.checker().direct(target, store, std::move(list), check_support::call_site());
+            s.checker().direct(target, store, std::move(list), call_site());
           },
           "A load (store=False) or store of target's memory by this rank, at these sorted byte spans.")
       .def("report", [](CheckState& s) { s.steps().report(); }, "Raise (or warn of) the first conflict found, once.");

@@ -3,8 +3,10 @@
 
 #include "base/errors.hpp"
 #include "runtime/communicator.hpp"
+#include "traced_call.hpp"
 
 namespace py = pybind11;
+using rma::trace::Kind;
 
 namespace {
 std::span<const std::byte> view(const py::bytes& data) {
@@ -50,12 +52,18 @@ void register_communicator(py::module_& m) {
                              "The slot of rank 0's barrier board barrier() meets in (-1: through messages).")
       .def_property_readonly("host_ranks", &Communicator::host_ranks,
                              "The ranks of the members on this rank's host, ascending (this rank among them).")
-      .def(
-          "barrier", [](Communicator& comm) { comm.barrier(); }, py::call_guard<py::gil_scoped_release>())
+      .def("barrier",
+           [](Communicator& comm) {
+             TracedCall traced_call("comm.barrier", Kind::Collective, [&] { return comm.context(); });
+             py::gil_scoped_release release;
+             comm.barrier();
+           })
       .def(
           "bcast",
           [](Communicator& comm, const py::bytes& data, int root, const std::string& call) {
             auto bytes = view(data);
+            TracedCall traced_call(traced_name(call), Kind::Collective, [&] { return comm.context(); });
+            TracedCall::note(-1, bytes.size());
             rma::Bytes result;
             {
               py::gil_scoped_release release;
@@ -68,6 +76,8 @@ void register_communicator(py::module_& m) {
           "gather",
           [](Communicator& comm, const py::bytes& data, int root, const std::string& call) {
             auto bytes = view(data);
+            TracedCall traced_call(traced_name(call), Kind::Collective, [&] { return comm.context(); });
+            TracedCall::note(-1, bytes.size());
             std::vector<rma::Bytes> items;
             {
               py::gil_scoped_release release;
@@ -80,6 +90,8 @@ void register_communicator(py::module_& m) {
           "allgather",
           [](Communicator& comm, const py::bytes& data, const std::string& call) {
             auto bytes = view(data);
+            TracedCall traced_call(traced_name(call), Kind::Collective, [&] { return comm.context(); });
+            TracedCall::note(-1, bytes.size());
             std::vector<rma::Bytes> items;
             {
               py::gil_scoped_release release;
@@ -92,13 +104,16 @@ void register_communicator(py::module_& m) {
       .def(
           "split",
           [](Communicator& comm, int color, int key, const std::string& call) {
+            TracedCall traced_call(traced_name(call), Kind::Collective, [&] { return comm.context(); });
+            py::gil_scoped_release release;
             return comm.split(color, key, [&call] { return call; });
           },
-          py::arg("color"), py::arg("key"), py::arg("call") = "comm.split", py::call_guard<py::gil_scoped_release>())
+          py::arg("color"), py::arg("key"), py::arg("call") = "comm.split")
       .def("alone", &Communicator::alone, py::call_guard<py::gil_scoped_release>(),
            "A communicator of this rank alone (MPI's COMM_SELF); not collective.")
       .def("scatter",
            [](Communicator& comm, const py::object& items, int root) {
+             TracedCall traced_call("comm.scatter", Kind::Collective, [&] { return comm.context(); });
              std::vector<rma::Bytes> list =
                  items.is_none() ? std::vector<rma::Bytes>{} : from_python(items.cast<py::list>());
              rma::Bytes mine;
@@ -109,6 +124,7 @@ void register_communicator(py::module_& m) {
              return to_python(mine);
            })
       .def("alltoall", [](Communicator& comm, const py::list& items) {
+        TracedCall traced_call("comm.alltoall", Kind::Collective, [&] { return comm.context(); });
         std::vector<rma::Bytes> list = from_python(items);
         std::vector<rma::Bytes> result;
         {

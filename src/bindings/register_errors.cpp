@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "base/errors.hpp"
+#include "base/trace.hpp"
 #include "fabric/check.hpp"
 #include "python_errors.hpp"
 
@@ -9,9 +10,15 @@ namespace py = pybind11;
 
 namespace {
 void raise(const char* name, const char* message) {
+  rma::trace::error(name, message);  // (marked in the trace, RMA_TRACE)
   // rma.errors is pure Python, so the exception classes exist once, importable without _core.
   py::object cls = py::module_::import("rma.errors").attr(name);
   PyErr_SetString(cls.ptr(), message);
+}
+
+void raise_builtin(PyObject* cls, const char* name, const char* message) {
+  rma::trace::error(name, message);
+  PyErr_SetString(cls, message);
 }
 }  // namespace
 
@@ -37,9 +44,9 @@ bool set_python_error(std::exception_ptr pointer) {
   } catch (const rma::RmaError& e) {
     raise("RMAError", e.what());
   } catch (const rma::UsageError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
+    raise_builtin(PyExc_ValueError, "ValueError", e.what());
   } catch (const rma::ArgumentTypeError& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
+    raise_builtin(PyExc_TypeError, "TypeError", e.what());
   } catch (...) {
     return false;
   }

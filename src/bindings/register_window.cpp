@@ -11,6 +11,7 @@
 
 #include "base/errors.hpp"
 #include "runtime/runtime.hpp"
+#include "traced_call.hpp"
 #include "window/window.hpp"
 
 namespace py = pybind11;
@@ -47,6 +48,20 @@ class WindowMemory {
 
 void* pointer(uintptr_t address) { return reinterpret_cast<void*>(address); }
 
+// A window's creation is the user's call (call: "Window.allocate", ...) in the trace: the GIL is
+// held to read the call's line, then released while the ranks create the window together.
+template <class Make>
+std::shared_ptr<rma::Window> traced_creation(const std::string& call, Make&& make) {
+  TracedCall traced_call(traced_name(call), rma::trace::Kind::Call, [] { return int64_t{-1}; });
+  std::shared_ptr<rma::Window> window;
+  {
+    py::gil_scoped_release release;
+    window = make();
+  }
+  TracedCall::note_object(window->id());
+  return window;
+}
+
 }  // namespace
 
 void register_window(py::module_& m) {
@@ -74,26 +89,29 @@ void register_window(py::module_& m) {
       .def_static(
           "create",
           [](const rma::Communicator& comm, uintptr_t base, uint64_t bytes, const std::string& label, bool near,
-             const std::string& call,
-             const std::string& note) { return Window::create(comm, pointer(base), bytes, label, near, call, note); },
+             const std::string& call, const std::string& note) -> std::shared_ptr<Window> {
+            return traced_creation(call,
+                                   [&] { return Window::create(comm, pointer(base), bytes, label, near, call, note); });
+          },
           py::arg("comm"), py::arg("base"), py::arg("bytes"), py::arg("label"), py::arg("near") = false,
-          py::arg("call") = "Window.create", py::arg("note") = std::string(), py::call_guard<py::gil_scoped_release>())
+          py::arg("call") = "Window.create", py::arg("note") = std::string())
       .def_static(
           "create_dynamic",
           [](const rma::Communicator& comm, const std::string& label, const std::string& call,
-             const std::string& note) { return Window::create_dynamic(comm, label, call, note); },
-          py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic", py::arg("note") = std::string(),
-          py::call_guard<py::gil_scoped_release>())
+             const std::string& note) -> std::shared_ptr<Window> {
+            return traced_creation(call, [&] { return Window::create_dynamic(comm, label, call, note); });
+          },
+          py::arg("comm"), py::arg("label"), py::arg("call") = "Window.create_dynamic", py::arg("note") = std::string())
       // pooled: Window.allocate's memory, from this runtime's pool of freed windows' segments;
       // else a new segment (Window.allocate_shared).
       .def_static(
           "create_shared",
           [](const rma::Communicator& comm, uint64_t bytes, bool pooled, const std::string& label,
-             const std::string& call,
-             const std::string& note) { return Window::create_shared(comm, bytes, pooled, label, call, note); },
+             const std::string& call, const std::string& note) -> std::shared_ptr<Window> {
+            return traced_creation(call, [&] { return Window::create_shared(comm, bytes, pooled, label, call, note); });
+          },
           py::arg("comm"), py::arg("bytes"), py::arg("pooled"), py::arg("label"),
-          py::arg("call") = "Window.allocate_shared", py::arg("note") = std::string(),
-          py::call_guard<py::gil_scoped_release>())
+          py::arg("call") = "Window.allocate_shared", py::arg("note") = std::string())
       .def("segment", &Window::segment)
       .def_property_readonly(
           "notes",

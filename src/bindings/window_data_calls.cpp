@@ -231,6 +231,7 @@ uint64_t put_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   std::array<std::byte, 16> scalar;
   Operand data = origin_of(self, slot[0], layout, layout.dtype.ptr(), !given(slot[3]), scalar, call, "origin");
   rma::Window& core = core_of(self);
+  TracedCall::note(core.job_rank(rank), data.bytes);
   auto record = [&](const Touched& touched) {
     return checked(self, rank, call, AccessKind::Write, "", nullptr, touched, slot[0], nullptr);
   };
@@ -252,6 +253,7 @@ uint64_t get_body(WindowObject* self, PyObject** slot, int rank, const char* cal
   stage(self, rank, result);
   Operand& out = result.operand;
   rma::Window& core = core_of(self);
+  TracedCall::note(core.job_rank(rank), out.bytes);
   auto record = [&](const Touched& touched) {
     return checked(self, rank, call, AccessKind::Read, "", nullptr, touched, nullptr, &result);
   };
@@ -290,6 +292,7 @@ uint64_t accumulate_body(WindowObject* self, PyObject* origin, PyObject* result_
   check_op(op, data, call);
   if (result) stage(self, rank, *result);
   rma::Window& core = core_of(self);
+  TracedCall::note(core.job_rank(rank), data.bytes);
   char* into = result ? result->operand.data : nullptr;
   auto record = [&](const Touched& touched) {
     return checked(self, rank, call, accumulate_kind(op, result.has_value()),
@@ -330,6 +333,7 @@ uint64_t compare_and_swap_body(WindowObject* self, PyObject** slot, int rank, co
   single(compare, call, "compare");
   stage(self, rank, result);
   rma::Window& core = core_of(self);
+  TracedCall::note(core.job_rank(rank), data.bytes);
   uint64_t offset = offset_of(self, rank, slot[4], call);
   auto record = [&](const Touched& touched) {
     return checked(self, rank, call, AccessKind::Update, "CAS", data.dtype, touched, slot[0], &result);

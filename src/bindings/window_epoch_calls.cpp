@@ -229,6 +229,7 @@ void checked_grant(CheckState* check, Step&& step, Release&& release) {
 PyObject* lock(WindowObject* self, PyObject** slot) {
   check_open(self, "lock");
   int rank = rank_of(self, slot[0], "lock", "rank", false);
+  TracedCall::note(core_of(self).job_rank(rank), 0);
   int type = lock_type_of(slot[1], "lock");
   long mode = mode_of(slot[2], "lock");
   check_locks(self, "lock");
@@ -256,6 +257,7 @@ PyObject* try_lock(WindowObject* self, PyObject** slot) {
 PyObject* unlock(WindowObject* self, PyObject** slot) {
   check_open(self, "unlock");
   int rank = rank_of(self, slot[0], "unlock", "rank", false);
+  TracedCall::note(core_of(self).job_rank(rank), 0);
   return window_calls::unlock(self, rank) ? none() : nullptr;
 }
 
@@ -284,6 +286,7 @@ PyObject* flush_rank(WindowObject* self, PyObject* value, const char* call, bool
   check_open(self, call);
   int rank = rank_of(self, value, call, "rank", true);
   rma::Window& core = core_of(self);
+  TracedCall::note(core.job_rank(rank), 0);
   bool flushed = (rank != rma::kProcNull && !state_of(self).held.any(rank) && core.flush_direct(rank)) ||
                  synchronize(self, call, rank, [&] { core.flush(rank, call); });
   if (!flushed) return nullptr;

@@ -8,11 +8,13 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "arguments.hpp"
 #include "base/errors.hpp"
 #include "guarded_call.hpp"
 #include "method_object.hpp"
+#include "traced_call.hpp"
 #include "window_object.hpp"
 
 namespace window_methods {
@@ -52,10 +54,17 @@ inline int rank_of(WindowObject* self, PyObject* value, const char* call, const 
   return static_cast<int>(rank);
 }
 
+// Whether RMA_TRACE records a method's calls: the user's calls, not rma's own plumbing.
+constexpr bool traced(const Parameters& p) { return p.method[0] != '_' && std::string_view(p.method) != "check_start"; }
+
+// The window's number in the trace (the same on every rank).
+inline int64_t trace_id(PyObject* self) { return reinterpret_cast<WindowObject*>(self)->state->core->id(); }
+
 // A method: match the arguments, check that the window is open, run the body.
 template <const Parameters& P, PyObject* (*Body)(WindowObject*, PyObject**)>
 PyObject* method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call(traced(P) ? P.method : nullptr, rma::trace::Kind::Call, [self] { return trace_id(self); });
     PyObject* slots[6];
     arguments::match(P, args, nargs, kwnames, slots);
     return Body(reinterpret_cast<WindowObject*>(self), slots);
@@ -66,6 +75,7 @@ PyObject* method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObje
 template <const Parameters& P, PyObject* (*Body)(WindowObject*)>
 PyObject* method0(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call(traced(P) ? P.method : nullptr, rma::trace::Kind::Call, [self] { return trace_id(self); });
     arguments::match(P, args, nargs, kwnames, nullptr);
     return Body(reinterpret_cast<WindowObject*>(self));
   });

@@ -95,6 +95,10 @@ def init() -> Comm:
             raise RMAError("rma.init: the job was already finalized in this process")
         _job = _join()
         _install_exit_hooks()
+        # (After the exit hooks: atexit runs the trace's writing first, while the job is up.)
+        from ..trace import recording
+
+        recording.start_from_environment(_job.world)
         return _job.world
 
 

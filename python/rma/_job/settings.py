@@ -26,8 +26,10 @@ from .store_protocol import parse_address
 __all__ = [
     "SettingError", "JobSettings", "job_settings", "timeout", "link_timeout", "hang_report", "progress_sleep_us",
     "fabric_sleep", "trust_network", "malloc_tuning", "transport", "provider", "requested_provider",
-    "unusable_provider", "libfabric", "mr_strict", "check_mode", "memory_model", "rank_and_size", "store_address",
+    "unusable_provider", "libfabric", "mr_strict", "check_mode", "memory_model", "trace_file", "trace_events",
+    "rank_and_size", "store_address",
     "secret", "under_rmarun", "LONGEST_SECONDS", "LONGEST_SLEEP_US", "TRANSPORTS", "BUNDLED_LIBFABRIC",
+    "TRACE_EVENTS", "MOST_TRACE_EVENTS",
 ]  # fmt: skip
 
 # Seconds settings (RMA_TIMEOUT, RMA_LINK_TIMEOUT, RMA_HANG_REPORT) stop here, about 11.6 days:
@@ -152,6 +154,11 @@ def _switch(name: str, env: Mapping[str, str] | None, default: bool = True) -> b
     """1 or 0 (unset: default)."""
     return _choice(name, {"1": True, "0": False}, default, _SWITCH, env)
 
+
+# RMA_TRACE_EVENTS: a rank's ring of trace records (64 bytes each): 4 MiB by default, 1 GiB at
+# most (a ring that large is a mistake more often than a wish).
+TRACE_EVENTS = 65536
+MOST_TRACE_EVENTS = 1 << 24
 
 # -- the job's settings: the same for every rank, judged by rmarun and by rma.init ------------
 
@@ -319,6 +326,24 @@ def check_mode(env: Mapping[str, str] | None = None) -> str | None:
     return _choice("RMA_CHECK", choices, None, "use 1, warn or 0", env)
 
 
+def trace_file(env: Mapping[str, str] | None = None) -> str | None:
+    """RMA_TRACE: the trace file the job writes (None: unset or blank, no trace), as an
+    absolute path (every rank and rmarun name the same file, whatever their directory)."""
+    raw = _environment(env).get("RMA_TRACE", "")
+    if not raw.strip():
+        return None
+    path = os.path.abspath(os.path.expanduser(raw.strip()))
+    if os.path.isdir(path) or not os.path.isdir(os.path.dirname(path)):
+        raise _refuse("RMA_TRACE", raw, "use the path of a file to write, in a directory that exists")
+    return path
+
+
+def trace_events(env: Mapping[str, str] | None = None) -> int:
+    """RMA_TRACE_EVENTS: how many records each rank's trace keeps (its newest; default 65536,
+    64 bytes each)."""
+    return _whole_number("RMA_TRACE_EVENTS", TRACE_EVENTS, 16, MOST_TRACE_EVENTS, "records", env)
+
+
 def memory_model(env: Mapping[str, str] | None = None) -> str:
     """RMA_MODEL: "unified" (the default) or "separate"."""
     choices = {name: name for name in ("unified", "separate")}
@@ -342,6 +367,8 @@ class JobSettings:
     mr_strict: bool
     check: str | None
     model: str
+    trace: str | None
+    trace_events: int
 
 
 def job_settings(env: Mapping[str, str] | None = None) -> JobSettings:
@@ -362,6 +389,8 @@ def job_settings(env: Mapping[str, str] | None = None) -> JobSettings:
         mr_strict=mr_strict(env),
         check=check_mode(env),
         model=memory_model(env),
+        trace=trace_file(env),
+        trace_events=trace_events(env),
     )
 
 

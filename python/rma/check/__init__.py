@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import warnings
 
+from .. import _core
 from .._job import settings
 from ..errors import ConflictError
 
@@ -46,6 +47,7 @@ MODE = settings.check_mode()  # (rma._job.settings judges RMA_CHECK)
 
 def report(message: str) -> None:
     """Raise the conflict (RMA_CHECK=1) or warn of it and go on (RMA_CHECK=warn)."""
+    _core._trace_error("ConflictWarning" if MODE == "warn" else "ConflictError", message)  # (RMA_TRACE)
     if MODE == "warn":
         warnings.warn(message, ConflictWarning, stacklevel=3)
     else:

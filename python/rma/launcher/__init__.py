@@ -2,8 +2,8 @@
 
 ::
 
-    rmarun -n N [--provider P] [--tag-output] [--timeout S] [--stdin all|none|RANK] [--store-host H] [--store-port P]
-           [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]
+    rmarun -n N [--provider P] [--tag-output] [--timeout S] [--stdin all|none|RANK] [--trace FILE]
+           [--store-host H] [--store-port P] [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]
            (script.py [args] | -m module [args] | -c code [args] | program [args...])
     rmarun --serve-store -n N [--store-host H] [--store-port P]
     rmarun --info [--json]
@@ -21,6 +21,7 @@ stdin_relay.py  --stdin: rmarun's standard input for the ranks that read it
 signals.py      signals as events while a job runs
 serve_store.py  --serve-store: only a store, for ranks started by other means
 info.py         --info: rma.info() printed, or as JSON
+tracing.py      --trace: clearing old trace parts before the job, merging the ranks' after it
 """
 
 from .cli import main

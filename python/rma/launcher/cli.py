@@ -33,11 +33,11 @@ __all__ = ["main", "build_parser", "split_argv", "build_command", "stdin_ranks"]
 # find where the launcher's options end and the program's arguments begin.
 _VALUE_OPTIONS = {
     "-n", "-np", "--np", "--provider", "--timeout", "--store-host", "--store-port", "--host", "--hostfile", "--rsh",
-    "--stdin",
+    "--stdin", "--trace",
 }  # fmt: skip
 
 _USAGE = (
-    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--mpi4py] [--stdin all|none|RANK]\n"
+    "rmarun -n N [--provider P] [--tag-output] [--timeout S] [--mpi4py] [--stdin all|none|RANK] [--trace FILE]\n"
     "              [--store-host H] [--store-port P] [--host A:SLOTS,B:SLOTS | --hostfile FILE] [--rsh COMMAND]\n"
     "              (script.py [args] | -m module [args] | -c code [args] | program [args...])\n"
     "       rmarun --serve-store -n N [--store-host H] [--store-port P]\n"
@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accepted for mpiexec's command lines, and changes nothing: rmarun starts as many ranks as asked "
         "whatever this machine's cores (only the slots of --host and --hostfile bound them)",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="record every rank's calls, waits and epochs into FILE (RMA_TRACE): a Chrome trace that Perfetto "
+        "opens; `python -m rma.trace FILE` summarizes it",
     )
     parser.add_argument("--serve-store", action="store_true", help="only run a store for ranks started by other means")
     parser.add_argument(
@@ -214,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("--json goes with --info")
         return 2
 
+    if args.trace is not None:
+        os.environ["RMA_TRACE"] = args.trace  # (judged with the other settings; the ranks inherit it)
     try:
         if args.info:
             settings.job_settings()  # (what a job here would meet)
@@ -270,7 +278,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             except KeyboardInterrupt:
                 say("interrupted while asking the hosts; no rank was started")
                 return 130
-        return Job(args, command, placement).run()
+        trace_file = settings.trace_file()
+        if trace_file is not None:
+            from . import tracing  # (only a traced job reads trace files)
+
+            tracing.prepare(trace_file)
+        status = Job(args, command, placement).run()
+        if trace_file is not None:
+            tracing.finish(trace_file, args.n)
+        return status
     except settings.SettingError as exc:
         say(exc.complaint)
         return 2

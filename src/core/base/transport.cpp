@@ -7,6 +7,7 @@
 
 #include "base/errors.hpp"
 #include "base/interrupts.hpp"
+#include "base/trace.hpp"
 
 namespace rma {
 
@@ -33,6 +34,8 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // not asked again, neither by the loop nor by a bell's sleep.
   bool finished = false;
   auto holds = [&] { return finished || (finished = done()); };
+  trace::WaitSpan traced;  // (recorded only when the condition did not hold at once)
+  if (!holds()) traced.begin(watch);
   while (!holds()) {
     // Checked on every pass, busy or not: traffic that keeps arriving (for other calls) must
     // not keep a wait for a dead peer from failing, or its deadline from passing.

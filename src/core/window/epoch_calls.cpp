@@ -6,12 +6,24 @@
 #include <optional>
 
 #include "base/errors.hpp"
+#include "base/trace.hpp"
 #include "runtime/runtime.hpp"
 #include "window/route_fabric.hpp"
 #include "window/sync_strategy.hpp"
 #include "window/window.hpp"
 
 namespace rma {
+
+// ---- the trace's epoch spans ----
+
+void Window::trace_epoch(bool open, const char* kind, int target, const std::vector<int>& group) const {
+  if (!trace::on()) return;
+  const std::vector<int>& members = comm_->members();
+  std::vector<int> job_ranks;
+  if (target >= 0) job_ranks.push_back(members[target]);
+  for (int rank : group) job_ranks.push_back(members[rank]);
+  trace::epoch(open, id_, kind, target >= 0 ? members[target] : -1, job_ranks);
+}
 
 // ---- completion ----
 
@@ -53,6 +65,7 @@ void Window::complete_target(int target, const char* call) {
 
 void Window::fence(int mode, const std::function<void()>& pass) {
   epochs_.before_fence(mode);
+  bool fence_was_open = epochs_.fence_open();
   complete_calls("fence", all_ranks_);
   if (pass) {
     pass();
@@ -60,18 +73,28 @@ void Window::fence(int mode, const std::function<void()>& pass) {
     sync_->barrier();
   }
   epochs_.fenced(mode);
+  if (fence_was_open) trace_epoch(false, "fence", -1, all_ranks_);
+  if (epochs_.fence_open()) trace_epoch(true, "fence", -1, all_ranks_);
   fabric_->raise_refusal();
 }
 
 // ---- general active target ----
 
 void Window::post(const std::vector<int>& group, int mode) {
+  bool fence_was_open = epochs_.fence_open();
   epochs_.post(group, mode);
+  trace_fence_closed(fence_was_open);
+  trace_epoch(true, "exposure", -1, group);
   // Our stores before post are done (they are the caller's own); tell the origins.
   if (!epochs_.exposure_nocheck()) sync_->notify(Sync::Notice::Post, group);
 }
 
-void Window::start(const std::vector<int>& group, int mode) { epochs_.start(group, mode); }
+void Window::start(const std::vector<int>& group, int mode) {
+  bool fence_was_open = epochs_.fence_open();
+  epochs_.start(group, mode);
+  trace_fence_closed(fence_was_open);
+  trace_epoch(true, "access", -1, group);
+}
 
 void Window::complete() {
   epochs_.before_complete();
@@ -79,6 +102,7 @@ void Window::complete() {
   await_posts("complete");
   complete_calls("complete", epochs_.access_group());
   if (!epochs_.access_nocheck()) sync_->notify(Sync::Notice::Complete, epochs_.access_group());
+  trace_epoch(false, "access", -1, epochs_.access_group());
   epochs_.completed();
   fabric_->raise_refusal();
 }
@@ -115,6 +139,7 @@ void Window::wait() {
         sync_->bell());
     for (int origin : group) sync_->take_complete(origin);
   }
+  trace_epoch(false, "exposure", -1, epochs_.exposure_group());
   epochs_.waited();
 }
 
@@ -167,7 +192,9 @@ void Window::sync() {
 // ---- passive target ----
 
 void Window::lock(int target, int type, int mode) {
+  bool fence_was_open = epochs_.fence_open();
   epochs_.before_lock("lock", target, type);
+  trace_fence_closed(fence_was_open);
   check_alive("lock", target);
   if (mode & kModeNoCheck) {
     // The caller promises no conflicting lock exists: no message, no queue.
@@ -175,10 +202,13 @@ void Window::lock(int target, int type, int mode) {
   } else if (sync_->lock(target, type, false, "lock")) {
     epochs_.locked(target, type, false);
   }
+  if (epochs_.held(target)) trace_epoch(true, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
 }
 
 bool Window::try_lock(int target, int type) {
+  bool fence_was_open = epochs_.fence_open();
   epochs_.before_lock("lock", target, type);
+  trace_fence_closed(fence_was_open);
   check_alive("lock", target);
   if (!sync_->lock(target, type, true, "lock")) {
     // A holder that died keeps the lock forever: a loop of tries must end, as a lock() does
@@ -188,6 +218,7 @@ bool Window::try_lock(int target, int type) {
     return false;
   }
   epochs_.locked(target, type, false);
+  trace_epoch(true, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
   return true;
 }
 
@@ -199,13 +230,17 @@ void Window::release(int target, const char* call) {
 
 void Window::unlock(int target) {
   epochs_.before_unlock(target);
+  int type = epochs_.held(target);
   release(target, "unlock");
+  trace_epoch(false, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
   epochs_.unlocked();
   fabric_->raise_refusal();
 }
 
 void Window::lock_all(int mode) {
+  bool fence_was_open = epochs_.fence_open();
   epochs_.before_lock_all();
+  trace_fence_closed(fence_was_open);
   if (!(mode & kModeNoCheck)) {
     try {
       for (int target = 0; target < size(); ++target) {
@@ -224,6 +259,7 @@ void Window::lock_all(int mode) {
     }
   }
   epochs_.locked_all(mode & kModeNoCheck);
+  trace_epoch(true, "lock_all", -1, all_ranks_);
 }
 
 void Window::unlock_all() {
@@ -232,6 +268,7 @@ void Window::unlock_all() {
     if (epochs_.held(target)) release(target, "unlock_all");  // a retry after a failure skips what was released
   }
   epochs_.unlocked_all();
+  trace_epoch(false, "lock_all", -1, all_ranks_);
   fabric_->raise_refusal();
 }
 

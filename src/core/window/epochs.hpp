@@ -81,6 +81,7 @@ class Epochs {
   // wait and test: RmaError if freed, EpochError unless an exposure epoch is open.
   void before_wait(const char* call) const;
   void waited();  // the exposure epoch ends
+  bool fence_open() const noexcept { return fence_; }
   bool access_open() const noexcept { return access_open_; }
   bool access_nocheck() const noexcept { return access_nocheck_; }
   const std::vector<int>& access_group() const noexcept { return access_group_; }

@@ -300,6 +300,7 @@ uint64_t Window::target_bytes(int rank) const {
 
 void Window::free() {
   epochs_.before_free();
+  bool fence_was_open = epochs_.fence_open();
   // Nobody frees while a peer may still address this memory.
   try {
     comm_->barrier([this] { return epochs_.where("free", -1); });
@@ -308,6 +309,7 @@ void Window::free() {
     // to their next window already: this rank must not use this one any more, freed or not.
     service_.remove(id_);
     epochs_.freed_now();
+    trace_fence_closed(fence_was_open);
     --open_count;
     throw;
   }
@@ -318,6 +320,7 @@ void Window::free() {
   if (auto mine = segment(rank())) mine->mark_reusable();
   registration_.reset();
   epochs_.freed_now();
+  trace_fence_closed(fence_was_open);
   --open_count;
 }
 

@@ -99,6 +99,8 @@ class Window : public std::enable_shared_from_this<Window> {
   uint32_t id() const noexcept { return id_; }
   const std::string& label() const noexcept { return epochs_.label(); }
   int rank() const noexcept { return comm_->rank(); }
+  // A rank of the window as the job's rank (kProcNull and other negatives as they are).
+  int job_rank(int rank) const { return rank < 0 ? rank : comm_->members()[rank]; }
   int size() const noexcept { return comm_->size(); }
   uint64_t target_bytes(int rank) const;
   bool freed() const noexcept { return epochs_.freed(); }
@@ -247,6 +249,16 @@ class Window : public std::enable_shared_from_this<Window> {
     if (peer_status_->any_dead()) check_dead(call, target);
   }
   void check_dead(const char* call, int target) const;
+
+  // ---- the trace's epoch spans (RMA_TRACE; epoch_calls.cpp) ----
+  // An epoch of kind ("fence", "access", "exposure", "lock exclusive", "lock shared",
+  // "lock_all") opened or closed; target and group are the window's ranks (the trace holds
+  // the job's). A no-op unless tracing.
+  void trace_epoch(bool open, const char* kind, int target, const std::vector<int>& group) const;
+  // A fence epoch that the opening of another kind (or free) closed.
+  void trace_fence_closed(bool was_open) const {
+    if (was_open && !epochs_.fence_open()) trace_epoch(false, "fence", -1, all_ranks_);
+  }
 
   // ---- completion (epoch_calls.cpp) ----
   // Every call to targets (and every message request) completed at origin and target.

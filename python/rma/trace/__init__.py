@@ -1,0 +1,28 @@
+"""See what the ranks did: RMA_TRACE=FILE records every rank's calls, waits, epochs and errors
+and writes one trace (the Chrome trace event format: Perfetto's UI and chrome://tracing open
+it; docs/trace_format.md says what is in it).
+
+- `rma.trace.recording`: one rank's side (start the ring, align clocks, take the records);
+- `rma.trace.merge`: the ranks' parts joined into the job's trace;
+- `python -m rma.trace FILE`: a summary per rank; `--html OUT` a page with the timeline;
+- `rma.notebook.timeline()` / `%%rma --timeline`: the timeline of a notebook cell.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["load"]
+
+
+def load(path: str) -> dict[str, Any]:
+    """Read a trace file (merging the ranks' parts first if only they are there)."""
+    import os
+
+    from .merge import merge_files
+
+    if not os.path.exists(path):
+        return merge_files(path)
+    with open(path) as source:
+        return json.load(source)
