@@ -46,12 +46,12 @@ _generated.mkdir(exist_ok=True)
 # machine that never ran ./dev.sh test) the page says how to get the picture rather than fail
 # the build; where it is present, a failure to make the picture fails the build.
 _picture = _generated / "seeing_a_job.png"
-if not _picture.exists() and trace_picture.missing_browser() is None and trace_picture.recorder_ready():
+if not _picture.exists() and trace_picture.missing_browser() is None:
     trace_picture.make_docs_picture(_picture)
 (_generated / "seeing_a_job_picture.md").write_text(
     "```{image} /_generated/seeing_a_job.png\n:alt: The timeline page of a trace of the bulletin board at 4 ranks\n"
     ":width: 100%\n```\n"
     if _picture.exists()
     else "*(The picture is made by `./dev.sh docs` where Debian's `chromium` and `chromium-driver` are "
-    f"installed, which `./dev.sh test` does: here {trace_picture.missing_browser() or 'rma records no traces yet'}.)*\n"
+    f"installed, which `./dev.sh test` does: here {trace_picture.missing_browser()}.)*\n"
 )

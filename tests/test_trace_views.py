@@ -23,7 +23,6 @@ from trace_picture import (
     browser,
     missing_browser,
     record_bulletin_board,
-    recorder_ready,
     save_docs_picture,
     screenshot,
 )
@@ -249,8 +248,6 @@ def test_the_page_is_self_contained(trace_file: Path) -> None:
 def test_parts_left_unmerged_are_merged_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A rank started without rmarun under RMA_TRACE=FILE leaves its part, FILE.rank-0.json;
     the command merges it into FILE before it reads it."""
-    if not recorder_ready():
-        pytest.skip("this rma records no traces yet")  # TODO(issue 42): goes once the recorder lands
     path = tmp_path / "alone.json"
     code = (
         "import numpy as np, rma\n"
@@ -325,8 +322,6 @@ def test_a_real_job_traced_summarized_and_drawn(
 ) -> None:
     """The bulletin board at 4 ranks under `rmarun --trace`: the summary and the page of its
     real trace; the page's screenshot is the docs' picture (docs/seeing_a_job.md)."""
-    if not recorder_ready():
-        pytest.skip("this rmarun has no --trace yet")  # TODO(issue 42): goes once the recorder lands
     path = tmp_path / "bulletin_board.json"
     done = record_bulletin_board(path)
     assert done.returncode == 0, done.stderr

@@ -43,13 +43,6 @@ def missing_browser() -> str | None:
     return None
 
 
-def recorder_ready() -> bool:
-    """Whether this rma's rmarun records traces (TODO(issue 42): always, once the recorder has
-    landed; then this goes)."""
-    done = subprocess.run([sys.executable, "-m", "rma", "--help"], capture_output=True, text=True, timeout=60)
-    return "--trace" in done.stdout + done.stderr
-
-
 @contextmanager
 def browser(width: int = 1400, height: int = 900) -> Iterator[Any]:
     """A headless Chromium driven by Selenium; Unavailable if there is none."""
