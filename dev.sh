@@ -375,8 +375,8 @@ case "${1:-}" in
       echo "dev.sh: nothing left in /dev/shm"
       # What RMA_CHECK=1 costs over the unchecked calls (issue 18), printed for the record: a
       # measure, which fails only if a job does, never on a ratio.
-      echo "dev.sh: what RMA_CHECK=1 costs (bench/checker_cost.py)"
-      PATH="$VENV/bin:$PATH" "$PY" bench/checker_cost.py --repetitions 3 --sizes 8,4096
+      echo "dev.sh: what RMA_CHECK=1 costs (bench/setting_cost.py)"
+      PATH="$VENV/bin:$PATH" "$PY" bench/setting_cost.py --repetitions 3 --sizes 8,4096
     fi
     ;;
   wheel)
