@@ -373,3 +373,69 @@ def test_the_magic_refuses_unknown_options_before_running_the_cell(fake_recorder
     with pytest.raises(RMAError, match="unknown option '--timline'"):
         rma.notebook._rma_cell("--timline", "pass")
     assert cluster.cells == [] and calls == []
+
+
+# ---- with the recorder: a real cluster's cell, recorded and drawn ----
+
+RING = """
+for step in range(3):
+    with ring.fence():
+        ring.put(np.full(4, step, np.int64), (comm.rank + 1) % comm.size)
+"""
+
+
+def trace_counts(trace):
+    """What a trace holds, by the format's page: calls, epochs, waits, and flows from rank to rank."""
+    events = trace["traceEvents"]
+    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("rma", "collective") and e.get("tid") == 0]
+    starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s" and e.get("cat") == "flow"}
+    flows = sorted((starts[e["id"]], e["pid"]) for e in events if e.get("ph") == "f" and e["id"] in starts)
+    epochs = [e for e in events if e.get("ph") == "b" and e.get("cat") == "epoch"]
+    waits = [e for e in events if e.get("ph") == "X" and e.get("cat") == "wait"]
+    return len(calls), len(epochs), len(waits), flows
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_a_recorded_fence_ring_draws_an_arrow_per_put(ranks, monkeypatch):
+    shown = []
+    monkeypatch.setattr(timeline_module, "show_figure", shown.append)
+    monkeypatch.setattr(timeline_module, "_last", None)
+    with rma.notebook.Cluster(ranks, env={"RMA_TIMEOUT": "30"}) as cluster:
+        monkeypatch.setattr(rma.notebook, "_current", cluster)
+        cluster.run("ring = rma.Window.allocate(comm, 4, np.int64)")
+        rma.notebook._rma_cell("--timeline", RING)
+        (figure,) = shown
+        trace = rma.notebook.last_trace()
+        calls, epochs, waits, flows = trace_counts(trace)
+        # One arrow per put made, from each rank to its right neighbour.
+        assert flows == sorted((rank, (rank + 1) % ranks) for rank in range(ranks) for _ in range(3))
+        arrows = sorted((round(a._posA_posB[0][1]), round(a._posA_posB[1][1])) for a in artists(figure, "rma-flow"))
+        assert arrows == flows
+        assert rank_rows(figure) == [f"rank {r}" for r in range(ranks)]
+        assert items(figure, "rma-call") == calls >= 3 * ranks * 3  # fence, put, fence per step
+        assert items(figure, "rma-epoch") == epochs >= 3 * ranks
+        assert items(figure, "rma-wait") == waits
+        # The cells after it are not recorded; timeline() redraws the last one.
+        rma.notebook._rma_cell("", "ring.free()")
+        assert rma.notebook.last_trace() is trace and len(shown) == 1
+        assert items(rma.notebook.timeline(), "rma-flow") == 3 * ranks
+
+
+def test_a_recorded_cell_that_raised_is_drawn_then_raises(monkeypatch, capsys):
+    shown = []
+    monkeypatch.setattr(timeline_module, "show_figure", shown.append)
+    with rma.notebook.Cluster(2, env={"RMA_TIMEOUT": "30"}) as cluster:
+        monkeypatch.setattr(rma.notebook, "_current", cluster)
+        cell = (
+            "ring = rma.Window.allocate(comm, 4, np.int64)\n"
+            "with ring.fence():\n"
+            "    ring.put(np.full(4, 1, np.int64), 1 - comm.rank)\n"
+            "ring.free()\n"
+            "if comm.rank == 1:\n"  # after the collectives: no rank is left waiting in one
+            "    raise ValueError('after the exchange')\n"
+        )
+        with pytest.raises(rma.notebook.RankError, match=r"rank\(s\) 1"):
+            rma.notebook._rma_cell("--timeline", cell)
+        (figure,) = shown
+        assert items(figure, "rma-flow") == 2
+        assert "ValueError: after the exchange" in capsys.readouterr().err
