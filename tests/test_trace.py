@@ -327,15 +327,24 @@ def test_arrivals_lie_in_the_call_that_completed_them_and_never_before_their_ori
     facts = known.ok()
     window = windows(facts)
     completing = {window["ring"]: "fence", window["pscw"]: "wait", window["counter"]: "unlock"}
+
+    def calls(rank, name, win):
+        return [c for c in facts.calls[rank] if c.name == name and c.window == win]
+
     for flow in facts.flows:
         call, arrival = flow.call, flow.arrival
         assert arrival.completed_by == completing[call.window], flow
-        # Active target: the target's fence or wait completed it; passive: the origin's unlock.
-        at = flow.target if arrival.completed_by in ("fence", "wait") else flow.origin
-        assert any(
-            c.name == arrival.completed_by and c.window == call.window and c.ts - EPS <= arrival.ts <= c.end + EPS
-            for c in facts.calls[at]
-        ), flow
+        # The call that completed it, counted on each rank's own records (no clock compared):
+        # the target's fence after the origin's fences so far (they end the same epoch on every
+        # rank), the target's wait, or the origin's next unlock.
+        if call.window == window["ring"]:
+            opened = sum(1 for c in calls(flow.origin, "fence", call.window) if c.ts < call.ts)
+            closing = calls(flow.target, "fence", call.window)[opened]
+        elif call.window == window["pscw"]:
+            (closing,) = calls(flow.target, "wait", call.window)
+        else:
+            closing = next(c for c in calls(flow.origin, "unlock", call.window) if c.ts >= call.end)
+        assert closing.ts - EPS <= arrival.ts <= closing.end + EPS, (flow, closing, facts.clock_offsets_us)
         # Aligned clocks: what the target's side completed cannot have completed before the
         # origin's call began (by MPI's rules it follows the origin's closing call too).
         assert flow.finish >= call.ts and arrival.ts >= call.ts, (flow, facts.clock_offsets_us)
