@@ -6,6 +6,9 @@ it, alternating, and prints each case's median time both ways and their ratio.
 - RMA_CHECK=1 (the default): the checker (issue 18 aims at 3x at most on the small cases);
   `./dev.sh test` runs it once (CI prints it); bench/run.py has the same column beside mpi4py's.
 - RMA_TRACE=FILE: the trace (issue 42 aims at 2x at most on small calls); the job rewrites FILE.
+`--baseline PYTHON` compares builds instead: rma as installed for that interpreter (an earlier
+commit) without the setting, this build with it (give `--setting` a harmless NAME=VALUE, such as
+RMA_TRACE= for "this build, untraced").
 A measure, not a test: it never fails on a ratio, only when a job fails.
 """
 
@@ -22,6 +25,7 @@ from table_cells import fmt, size_text, title
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--setting", default="RMA_CHECK=1", help="NAME=VALUE to measure (default RMA_CHECK=1)")
+    parser.add_argument("--baseline", metavar="PYTHON", help="the 'without' side: rma installed for PYTHON")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--sizes", default="8", help="comma-separated sizes in bytes to print (default: 8)")
     args = parser.parse_args()
@@ -29,11 +33,12 @@ def main() -> None:
     name, _, value = args.setting.partition("=")
     without = {key: text for key, text in os.environ.items() if key != name}
     job = rmarun(2, ["--cases", CHECKED_CASES])
+    before = rmarun(2, ["--cases", CHECKED_CASES], python=args.baseline) if args.baseline else job
     values: dict[tuple[str, int, bool], list[float]] = {}
     for repetition in range(1, args.repetitions + 1):
         for checked in (False, True):  # (alternating: the machine's noise falls on both alike)
             env = {**without, name: value} if checked else without
-            for result in run_job(job, env):
+            for result in run_job(job if checked else before, env):
                 values.setdefault((result["case"], result["size"], checked), []).append(result["value"])
         say(f"{name} cost: repetition {repetition}/{args.repetitions} done")
     print(f"\n{'case':40s} {'size':>7s} {'without':>10s} {'with ' + name:>14s} {'ratio':>6s}")

@@ -75,10 +75,17 @@ const std::string& call_site() {
   Py_XINCREF(frame);
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);
+    Py_DECREF(code);  // (the frame holds it)
+    SiteKey key{code, place_of(frame)};
+    // A place seen before is the user's (only theirs are kept): one lookup, the traced call's
+    // common case. Else the code's file says whether to keep it or look further out.
+    if (auto known = sites->find(key); known != sites->end()) {
+      Py_DECREF(frame);
+      return known->second;
+    }
     CodeInfo& info = info_of(code);
-    Py_DECREF(code);
     if (!info.library) {
-      auto [site, fresh] = sites->try_emplace(SiteKey{code, place_of(frame)});
+      auto [site, fresh] = sites->try_emplace(key);
       if (fresh) site->second = info.file + ":" + std::to_string(PyFrame_GetLineNumber(frame));
       Py_DECREF(frame);
       return site->second;

@@ -14,14 +14,14 @@ void TracedCall::begin(const char* name, rma::trace::Kind kind, int64_t object) 
     PyErr_Clear();
   }
   active_ = true;
-  record_ = rma::trace::Record{rma::trace::now_ns(),        0,   name, site, nullptr, 0, object, -1,
-                               rma::trace::thread_number(), kind};
+  record_ =
+      rma::trace::Record{rma::trace::ticks(), 0, name, site, nullptr, 0, object, -1, rma::trace::thread_number(), kind};
   outer_ = current_;
   current_ = this;
 }
 
 void TracedCall::end() {
   current_ = outer_;
-  record_.end_ns = rma::trace::now_ns();
+  record_.end_ns = rma::trace::ticks();
   rma::trace::add(record_);
 }

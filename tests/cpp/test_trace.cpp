@@ -1,6 +1,7 @@
 // The trace's ring (base/trace.hpp) alone: off records nothing, a full ring keeps the newest
 // records and counts the ones it overwrote, take() hands them over oldest first and empties it,
 // and waits are recorded only when they waited.
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,8 +12,10 @@
 namespace {
 namespace trace = rma::trace;
 
-trace::Record call(int64_t at) {
-  return trace::Record{at, at + 1, "put", nullptr, nullptr, 8, 1, 0, trace::thread_number(), trace::Kind::Call};
+// A record numbered by its bytes (its times are the clock's: take() converts them).
+trace::Record call(uint64_t number) {
+  int64_t at = trace::ticks();
+  return trace::Record{at, at, "put", nullptr, nullptr, number, 1, 0, trace::thread_number(), trace::Kind::Call};
 }
 }  // namespace
 
@@ -29,17 +32,32 @@ int main() {
 
   test::run("keeps the newest records and counts the dropped ones", [] {
     trace::start(4);
-    for (int64_t at = 0; at < 10; ++at) trace::add(call(at));
+    for (uint64_t number = 0; number < 10; ++number) trace::add(call(number));
     trace::Taken taken = trace::take();
     CHECK(taken.capacity == 4);
     CHECK(taken.dropped == 6);
     CHECK(taken.records.size() == 4);
-    for (size_t i = 0; i < taken.records.size(); ++i) CHECK(taken.records[i].begin_ns == static_cast<int64_t>(6 + i));
+    for (size_t i = 0; i < taken.records.size(); ++i) CHECK(taken.records[i].bytes == 6 + i);
     // take() emptied it: the next take has nothing, dropped counts again from 0.
     trace::add(call(20));
     trace::Taken next = trace::take();
-    CHECK(next.records.size() == 1 && next.records[0].begin_ns == 20 && next.dropped == 0);
+    CHECK(next.records.size() == 1 && next.records[0].bytes == 20 && next.dropped == 0);
     trace::stop();
+  });
+
+  test::run("times come out on the steady clock, in order", [] {
+    trace::start(8);
+    int64_t before = trace::now_ns();
+    trace::add(call(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    trace::add(call(2));
+    int64_t after = trace::now_ns();
+    std::vector<trace::Record> records = trace::take().records;
+    trace::stop();
+    CHECK(records.size() == 2);
+    // (Within 50 us of the steady clock: the conversion's error on a short recording.)
+    CHECK(records[0].begin_ns >= before - 50'000 && records[1].begin_ns <= after + 50'000);
+    CHECK(records[1].begin_ns - records[0].begin_ns >= 1'900'000);
   });
 
   test::run("start clears what an earlier recording left", [] {
@@ -66,7 +84,9 @@ int main() {
 
   test::run("a wait is recorded only once it began, with the ranks it watched", [] {
     trace::start(8);
-    { trace::WaitSpan quick; }  // the condition held at once: no record
+    {
+      trace::WaitSpan quick;
+    }  // the condition held at once: no record
     {
       trace::WaitSpan waited;
       waited.begin(std::vector<int>{1, 3});

@@ -3,22 +3,89 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 namespace rma::trace {
 
 namespace detail {
 std::atomic<bool> recording{false};
+
+// Whether the time-stamp counter ticks at one rate in every power state and on every core
+// (CPUID 0x80000007, EDX bit 8: Linux's nonstop_tsc); only then do its readings convert.
+bool invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
 }
+bool tsc = invariant_tsc();
+
+int64_t read_tsc() noexcept {
+#if defined(__x86_64__)
+  return static_cast<int64_t>(__rdtsc());
+#else
+  return 0;
+#endif
+}
+}  // namespace detail
 
 namespace {
 
+// Both clocks read at one moment: a tick reading between two nanosecond readings, whose
+// middle it stands for.
+struct ClockPair {
+  int64_t ticks;
+  int64_t ns;
+};
+ClockPair read_clocks() {
+  int64_t before = now_ns();
+  int64_t tick = ticks();
+  int64_t after = now_ns();
+  return {tick, before + (after - before) / 2};
+}
+
+// Nanoseconds per tick, measured once over a few milliseconds: a take() soon after start()
+// has too short a span to measure its own.
+double measured_rate() {
+  static const double rate = [] {
+    if (!detail::tsc) return 1.0;
+    ClockPair first = read_clocks();
+    ClockPair last = first;
+    while (last.ns - first.ns < 5'000'000) last = read_clocks();
+    return static_cast<double>(last.ns - first.ns) / static_cast<double>(last.ticks - first.ticks);
+  }();
+  return rate;
+}
+
 struct Ring {
-  std::mutex mutex;
+  // A spin flag rather than a mutex: held for a 64-byte copy, by the threads of one process
+  // (rarely two at once), it costs a third of a mutex's lock and unlock on every record.
+  std::atomic_flag busy;
   std::vector<Record> slots;
   size_t next = 0;   // where the next record goes
   size_t count = 0;  // records held (<= slots.size())
   uint64_t dropped = 0;
+  ClockPair started{};  // the clocks at start(): take() converts ticks from there
+};
+
+class Held {
+ public:
+  explicit Held(Ring& ring) : ring_(ring) {
+    while (ring_.busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  ~Held() { ring_.busy.clear(std::memory_order_release); }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+
+ private:
+  Ring& ring_;
 };
 
 Ring& ring() {
@@ -54,8 +121,11 @@ const char* ranks_text(const std::vector<int>& ranks) {
 
 void start(size_t capacity) {
   Ring& r = ring();
+  measured_rate();  // (once per process, before the first record)
+  ClockPair started = read_clocks();
   {
-    std::lock_guard lock(r.mutex);
+    Held held(r);
+    r.started = started;
     r.slots.assign(capacity == 0 ? 1 : capacity, Record{});
     r.next = r.count = 0;
     r.dropped = 0;
@@ -67,10 +137,10 @@ void stop() { detail::recording.store(false, std::memory_order_relaxed); }
 
 void add(const Record& record) {
   Ring& r = ring();
-  std::lock_guard lock(r.mutex);
+  Held held(r);
   if (r.slots.empty()) return;  // (stopped before ever starting)
   r.slots[r.next] = record;
-  r.next = (r.next + 1) % r.slots.size();
+  if (++r.next == r.slots.size()) r.next = 0;
   if (r.count < r.slots.size()) {
     ++r.count;
   } else {
@@ -80,32 +150,52 @@ void add(const Record& record) {
 
 Taken take() {
   Ring& r = ring();
-  std::lock_guard lock(r.mutex);
-  Taken taken{{}, r.dropped, r.slots.size()};
-  taken.records.reserve(r.count);
-  size_t first = (r.next + r.slots.size() - r.count) % std::max<size_t>(r.slots.size(), 1);
-  for (size_t i = 0; i < r.count; ++i) taken.records.push_back(r.slots[(first + i) % r.slots.size()]);
-  r.count = 0;
-  r.dropped = 0;
+  ClockPair now = read_clocks();
+  Taken taken;
+  ClockPair started;
+  {
+    Held held(r);
+    taken = Taken{{}, r.dropped, r.slots.size()};
+    taken.records.reserve(r.count);
+    size_t first = (r.next + r.slots.size() - r.count) % std::max<size_t>(r.slots.size(), 1);
+    for (size_t i = 0; i < r.count; ++i) taken.records.push_back(r.slots[(first + i) % r.slots.size()]);
+    r.count = 0;
+    r.dropped = 0;
+    started = r.started;
+  }
+  if (detail::tsc) {
+    // The rate over the recording itself where it lasted long enough to measure it well
+    // (drift and NTP's slewing of steady_clock are then averaged out), else the process's.
+    double rate = now.ns - started.ns >= 100'000'000
+                      ? static_cast<double>(now.ns - started.ns) / static_cast<double>(now.ticks - started.ticks)
+                      : measured_rate();
+    auto convert = [&](int64_t tick) {
+      return started.ns + static_cast<int64_t>(static_cast<double>(tick - started.ticks) * rate);
+    };
+    for (Record& record : taken.records) {
+      record.begin_ns = convert(record.begin_ns);
+      record.end_ns = convert(record.end_ns);
+    }
+  }
   return taken;
 }
 
 void epoch(bool open, int64_t window, const char* kind, int target, const std::vector<int>& job_ranks) {
   if (!on()) return;
-  int64_t now = now_ns();
+  int64_t now = ticks();
   add(Record{now, now, kind, nullptr, ranks_text(job_ranks), 0, window, target, thread_number(),
              open ? Kind::EpochOpen : Kind::EpochClose});
 }
 
 void error(const char* kind, std::string_view message) {
   if (!on()) return;
-  int64_t now = now_ns();
+  int64_t now = ticks();
   add(Record{now, now, intern(kind), nullptr, intern(message), 0, -1, -1, thread_number(), Kind::Error});
 }
 
 WaitSpan::~WaitSpan() {
   if (ranks_ == nullptr || !on()) return;
-  add(Record{begin_ns_, now_ns(), "wait", nullptr, ranks_, 0, -1, -1, thread_number(), Kind::Wait});
+  add(Record{begin_ns_, ticks(), "wait", nullptr, ranks_, 0, -1, -1, thread_number(), Kind::Wait});
 }
 
 }  // namespace rma::trace

@@ -5,8 +5,8 @@
 //
 // The ring keeps the newest records: when it is full, each new record overwrites the oldest
 // and is counted as dropped, so that a long job's trace shows how it ended (and says what it
-// lost). Any thread may record; a mutex orders them (a record costs ~50 ns; only a traced job
-// pays it).
+// lost). Any thread may record (trace.cpp orders them); a traced call costs ~100 ns more, two
+// clock reads and the ring's copy most of it, and only a traced job pays it.
 #pragma once
 
 #include <atomic>
@@ -28,7 +28,9 @@ enum class Kind : uint8_t {
 // A record's strings (name, site, text) live as long as the process: static names, the
 // bindings' call sites (never freed), or intern()ed text.
 struct Record {
-  int64_t begin_ns;  // steady_clock (CLOCK_MONOTONIC), the clock Python's time.monotonic_ns reads
+  // In ticks() while in the ring; take() turns them into steady_clock nanoseconds
+  // (CLOCK_MONOTONIC, the clock Python's time.monotonic_ns reads).
+  int64_t begin_ns;
   int64_t end_ns;
   const char* name;
   const char* site;  // "file.py:12", or null
@@ -47,6 +49,16 @@ extern std::atomic<bool> recording;
 inline bool on() noexcept { return detail::recording.load(std::memory_order_relaxed); }
 
 int64_t now_ns() noexcept;
+
+// The records' clock. A traced call reads it twice: the processor's time-stamp counter where
+// it is invariant (x86-64 that says so: ~10 ns a read here, against ~25 for the vDSO's
+// clock_gettime in this kind of VM), else now_ns(). take() converts ticks to now_ns()'s
+// nanoseconds by the two clocks' readings at start() and at take().
+namespace detail {
+extern bool tsc;  // set once, before the first start()
+int64_t read_tsc() noexcept;
+}  // namespace detail
+inline int64_t ticks() noexcept { return detail::tsc ? detail::read_tsc() : now_ns(); }
 uint32_t thread_number() noexcept;
 
 // A copy of text that lives as long as the process, one per distinct text.
@@ -83,7 +95,7 @@ class WaitSpan {
   template <class Ranks>
   void begin(const Ranks& watched) {
     if (!on()) return;
-    begin_ns_ = now_ns();
+    begin_ns_ = ticks();
     ranks_ = ranks_text(std::vector<int>(watched.begin(), watched.end()));
   }
   ~WaitSpan();
