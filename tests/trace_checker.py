@@ -281,26 +281,32 @@ class _Reader:
             self.fail(ranks, "otherData.ranks is not a positive whole number")
             return None
         self.ranks = ranks
-        keys = {str(r) for r in range(ranks)}
+        missing = other.get("missing_ranks")
+        if not _rank_list(missing, ranks) or len(set(missing)) != len(missing):
+            self.fail(missing, "otherData.missing_ranks is not a list of distinct ranks")
+            return None
+        # (The format page: the maps have an entry for every rank with records, none for a
+        # missing rank.)
+        keys = {str(r) for r in range(ranks) if r not in missing}
         for name, valid in (
             ("hosts", lambda v: isinstance(v, str) and v != ""),
             ("clock_offsets_us", _number),
+            ("clock_errors_us", lambda v: _number(v) and v >= 0),
             ("dropped", lambda v: _whole(v) and v >= 0),
         ):
             table = other.get(name)
             if not isinstance(table, dict) or set(table) != keys:
-                self.fail(table, f"otherData.{name} does not have one entry per rank 0..{ranks - 1}")
+                self.fail(table, f"otherData.{name} does not have one entry per rank with records")
                 return None
             for key, value in table.items():
                 if not valid(value):
                     self.fail((key, value), f"otherData.{name} has a bad value")
-        if other["clock_offsets_us"]["0"] != 0:
-            self.fail(other["clock_offsets_us"]["0"], "rank 0's clock offset is not 0 (the others align to it)")
+        if other["clock_offsets_us"].get("0", 0) != 0 or other["clock_errors_us"].get("0", 0) != 0:
+            self.fail(
+                other["clock_offsets_us"].get("0"), "rank 0's clock offset is not exactly 0 (the others align to it)"
+            )
         if not (_whole(other.get("capacity")) and other["capacity"] >= 1):
             self.fail(other.get("capacity"), "otherData.capacity is not a positive whole number")
-        missing = other.get("missing_ranks")
-        if not _rank_list(missing, ranks) or len(set(missing)) != len(missing):
-            self.fail(missing, "otherData.missing_ranks is not a list of distinct ranks")
         return other
 
     # -- each event's own fields (Chrome's format, then rma's placement) -------------------
@@ -323,8 +329,8 @@ class _Reader:
             ok = False
         if ph == "M":
             return self.metadata_fields(e) and ok
-        if not (_whole(e.get("tid")) and e["tid"] in (0, 1)):
-            self.fail(e, "tid is neither 0 (calls) nor 1 (arrivals)")
+        if not (_whole(e.get("tid")) and e["tid"] >= 0):
+            self.fail(e, "tid is not 0 (calls), 1 (arrivals) or 2 and up (other threads' calls)")
             ok = False
         if not (_number(e.get("ts")) and e["ts"] >= 0):
             self.fail(e, "ts is not a number >= 0")
@@ -375,11 +381,11 @@ class _Reader:
             return False
         if cat == "wait":
             ranks = args.get("ranks")
-            if not _rank_list(ranks, self.ranks) or not ranks:
-                self.fail(e, "a wait whose args.ranks are not ranks of the job")
+            if not _rank_list(ranks, self.ranks) or e["pid"] in ranks:
+                self.fail(e, "a wait whose args.ranks are not other ranks of the job")
                 return False
-            if e["name"] != "wait for " + ", ".join(map(str, ranks)):
-                self.fail(e, "a wait whose name does not list its args.ranks")
+            if e["name"] != ("wait for " + ", ".join(map(str, ranks)) if ranks else "wait"):
+                self.fail(e, "a wait whose name does not list its args.ranks ('wait' for none)")
                 return False
             return True
         if cat == "arrival":
@@ -388,8 +394,8 @@ class _Reader:
 
     def call_fields(self, e: dict[str, Any], args: dict[str, Any]) -> bool:
         name, ok = e["name"], True
-        if not (isinstance(args.get("site"), str) and _SITE.fullmatch(args["site"])):
-            self.fail(e, "a call without args.site FILE:LINE")
+        if not (isinstance(args.get("site"), str) and (args["site"] == "?" or _SITE.fullmatch(args["site"]))):
+            self.fail(e, "a call without args.site FILE:LINE (or ?: no frame of the program's)")
             ok = False
         if e["cat"] == "rma":
             if not _whole(args.get("window")):
@@ -418,8 +424,13 @@ class _Reader:
         if e["name"] != f"{call} from {origin}":
             self.fail(e, "an arrival whose name is not 'CALL from RANK' of its args")
             return False
-        if not (_whole(args.get("bytes")) and _whole(args.get("window")) and isinstance(args.get("completed_by"), str)):
-            self.fail(e, "an arrival without args.bytes, window and completed_by")
+        completed_by = args.get("completed_by")
+        if not (
+            _whole(args.get("bytes"))
+            and _whole(args.get("window"))
+            and (completed_by is None or isinstance(completed_by, str))
+        ):
+            self.fail(e, "an arrival without args.bytes, window and completed_by (a call's name, or null)")
             return False
         return True
 
@@ -441,9 +452,9 @@ class _Reader:
             kind not in _EPOCH_KINDS
             or not _whole(args.get("window"))
             or not _rank_list(ranks, self.ranks)
-            or not (isinstance(args.get("site"), str) and _SITE.fullmatch(args["site"]))
+            or not (args.get("site") is None or (isinstance(args["site"], str) and _SITE.fullmatch(args["site"])))
         ):
-            self.fail(e, "an epoch without args.window, kind, ranks and site")
+            self.fail(e, "an epoch without args.window, kind, ranks and site (FILE:LINE, or null)")
             return False
         if e["name"] not in _epoch_names(kind, ranks):
             self.fail(
@@ -477,8 +488,8 @@ class _Reader:
         if e.get("s") not in ("g", "p", "t"):
             self.fail(e, "an instant event without a scope s of g, p or t")
             return False
-        if e["tid"] != 0:
-            self.fail(e, "an instant event off tid 0")
+        if e["tid"] == 1:
+            self.fail(e, "an instant event on the arrivals track (tid 1)")
             return False
         if e["cat"] == "error" and not isinstance((e.get("args") or {}).get("message"), str):
             self.fail(e, "an error without args.message")
@@ -581,8 +592,9 @@ class _Reader:
             elif e["name"] == "thread_name":
                 threads[(e["pid"], e["tid"])] = e["args"]["name"]
         for rank in range(self.ranks):
-            if names.get(rank) != f"rank {rank} ({hosts[rank]})":
-                self.fail(names.get(rank), f"rank {rank}'s process is not named 'rank {rank} ({hosts[rank]})'")
+            named = f"rank {rank} ({hosts[rank]})" if rank in hosts else f"rank {rank} (no records)"
+            if names.get(rank) != named:
+                self.fail(names.get(rank), f"rank {rank}'s process is not named '{named}'")
             if sort_index.get(rank) != rank:
                 self.fail(sort_index.get(rank), f"rank {rank}'s process_sort_index is not {rank}")
             for tid, name in ((0, "calls"), (1, "arrivals")):

@@ -9,8 +9,9 @@ Where an operation *arrives* is a matter of the epoch rules (docs/trace_format.m
 at the target's matching fence (the k-th fence epoch of a window ends at every rank in the same
 fence) or wait (the m-th access epoch of an origin to a target matches the target's m-th exposure
 epoch that includes the origin), and at the origin's own completing call (unlock, flush) for a
-passive target, which takes no part. Counting needs every record since start: when a ring
-dropped records, the arrival falls back to the origin's side.
+passive target, which takes no part. Counting needs every record since start, and a match needs
+the target's epoch to have ended: when a ring dropped records, or the target never ended that
+epoch (it failed), the arrival is put at the end of the origin's call with completed_by null.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class _Epoch:
     begin: int
     end: int | None = None
     site: str | None = None
+    opened: bool = True  # its opening was recorded (else it begins at the rank's first record)
+    closed: bool = False  # its end was recorded (else it ends at the rank's last record)
 
 
 @dataclass
@@ -79,6 +82,7 @@ class _Rank:
     rank: int
     host: str
     offset: int
+    clock_error: int
     dropped: int
     calls: list[_Call] = field(default_factory=list)
     epochs: list[_Epoch] = field(default_factory=list)
@@ -95,7 +99,13 @@ def _ranks(text: str | None) -> list[int]:
 def _read_rank(part: dict[str, Any]) -> _Rank:
     if part.get("rma_trace_part") != PART_VERSION:
         raise ValueError(f"rma.trace: not a trace part of version {PART_VERSION}")
-    rank = _Rank(part["rank"], part.get("host", "?"), part.get("offset_ns", 0), part.get("dropped", 0))
+    rank = _Rank(
+        part["rank"],
+        part.get("host", "?"),
+        part.get("offset_ns", 0),
+        part.get("clock_error_ns", 0),
+        part.get("dropped", 0),
+    )
     threads: dict[int, int] = {}  # the first thread that recorded is tid 0; others from 2 on
 
     def tid_of(thread: int) -> int:
@@ -121,9 +131,10 @@ def _read_rank(part: dict[str, Any]) -> _Rank:
         elif kind == "epoch_close":
             waiting = open_epochs[(obj, name, target)]
             if waiting:
-                waiting.pop(0).end = begin
+                epoch = waiting.pop(0)
+                epoch.end, epoch.closed = begin, True
             else:  # (its opening was dropped from the ring)
-                closed_unopened.append(_Epoch(obj, name, _ranks(text), target, -1, begin))
+                closed_unopened.append(_Epoch(obj, name, _ranks(text), target, -1, begin, opened=False, closed=True))
         elif kind == "error":
             rank.errors.append((begin, name, text or "", tid))
     if times:
@@ -150,10 +161,11 @@ def _enclosing_call(calls: list[_Call], begins: list[int], at: int, tid: int) ->
 
 
 def _name_epoch_sites(rank: _Rank) -> None:
-    """An epoch's site is its opening call's (the core, which records the epoch, knows no lines)."""
+    """An epoch's site is its opening call's (the core, which records the epoch, knows no lines);
+    an epoch whose opening was dropped has none."""
     begins = [c.begin for c in rank.calls]
     for epoch in rank.epochs:
-        call = _enclosing_call(rank.calls, begins, epoch.begin, 0)
+        call = _enclosing_call(rank.calls, begins, epoch.begin, 0) if epoch.opened else None
         if call is not None:
             epoch.site = call.site
 
@@ -205,12 +217,12 @@ class _Matcher:
             k = self._holding(self.fences[(origin.rank, window)], at)
             if k is not None:
                 theirs = self.fences[(target, window)]
-                if k < len(theirs) and theirs[k].end is not None:
+                if k < len(theirs) and theirs[k].closed:
                     return theirs[k].end, "fence"
             m = self._holding(self.access[(origin.rank, window, target)], at)
             if m is not None:
                 theirs = self.exposure[(target, window, origin.rank)]
-                if m < len(theirs) and theirs[m].end is not None:
+                if m < len(theirs) and theirs[m].closed:
                     return theirs[m].end, "wait"
         return call.end, None
 
@@ -293,7 +305,6 @@ def merge(parts: list[dict[str, Any]], size: int | None = None) -> dict[str, Any
             if call.name in DATA_CALLS and call.target >= 0:
                 flow += 1
                 at, completed_by = matcher.arrival(rank, call)
-                at = max(at, call.begin)  # (a clock offset's error must not turn an arrow back)
                 events.append(
                     {
                         "ph": "s",
@@ -400,6 +411,7 @@ def merge(parts: list[dict[str, Any]], size: int | None = None) -> dict[str, Any
             "ranks": size,
             "hosts": {str(r): ranks[r].host for r in sorted(ranks)},
             "clock_offsets_us": {str(r): round(ranks[r].offset / 1000, 3) for r in sorted(ranks)},
+            "clock_errors_us": {str(r): round(ranks[r].clock_error / 1000, 3) for r in sorted(ranks)},
             "dropped": {str(r): ranks[r].dropped for r in sorted(ranks)},
             "capacity": max((part.get("capacity", 0) for part in parts), default=0),
             "missing_ranks": [r for r in range(size) if r not in ranks],

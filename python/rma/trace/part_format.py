@@ -3,7 +3,8 @@
 merges).
 
 A part is a JSON object: {"rma_trace_part": PART_VERSION, "rank", "size", "host", "offset_ns"
-(added to this rank's clock to read rank 0's), "dropped", "capacity", "records"}; each record
+(added to this rank's clock to read rank 0's), "clock_error_ns" (at most how far offset_ns is
+off), "dropped", "capacity", "records"}; each record
 is [kind, name, site, text, begin_ns, end_ns, bytes, object, target, thread] with kind an index
 into KINDS (src/core/base/trace.hpp's Kind, in its order).
 """

@@ -1,6 +1,7 @@
 #include "base/trace.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -38,30 +39,27 @@ int64_t read_tsc() noexcept {
 
 namespace {
 
-// Both clocks read at one moment: a tick reading between two nanosecond readings, whose
-// middle it stands for.
 struct ClockPair {
   int64_t ticks;
   int64_t ns;
 };
-ClockPair read_clocks() {
-  int64_t before = now_ns();
-  int64_t tick = ticks();
-  int64_t after = now_ns();
-  return {tick, before + (after - before) / 2};
-}
 
-// Nanoseconds per tick, measured once over a few milliseconds: a take() soon after start()
-// has too short a span to measure its own.
-double measured_rate() {
-  static const double rate = [] {
-    if (!detail::tsc) return 1.0;
-    ClockPair first = read_clocks();
-    ClockPair last = first;
-    while (last.ns - first.ns < 5'000'000) last = read_clocks();
-    return static_cast<double>(last.ns - first.ns) / static_cast<double>(last.ticks - first.ticks);
-  }();
-  return rate;
+// Both clocks read at one moment: a tick reading between two nanosecond readings, whose middle
+// it stands for. The tightest of a few tries: a rank that shares a core may be preempted
+// between two readings, which would put the pair off by a time slice.
+ClockPair read_clocks() {
+  ClockPair best{};
+  int64_t tightest = INT64_MAX;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    int64_t before = now_ns();
+    int64_t tick = ticks();
+    int64_t after = now_ns();
+    if (after - before < tightest) {
+      tightest = after - before;
+      best = {tick, before + (after - before) / 2};
+    }
+  }
+  return best;
 }
 
 struct Ring {
@@ -121,7 +119,6 @@ const char* ranks_text(const std::vector<int>& ranks) {
 
 void start(size_t capacity) {
   Ring& r = ring();
-  measured_rate();  // (once per process, before the first record)
   ClockPair started = read_clocks();
   {
     Held held(r);
@@ -163,12 +160,11 @@ Taken take() {
     r.dropped = 0;
     started = r.started;
   }
-  if (detail::tsc) {
-    // The rate over the recording itself where it lasted long enough to measure it well
-    // (drift and NTP's slewing of steady_clock are then averaged out), else the process's.
-    double rate = now.ns - started.ns >= 100'000'000
-                      ? static_cast<double>(now.ns - started.ns) / static_cast<double>(now.ticks - started.ticks)
-                      : measured_rate();
+  if (detail::tsc && now.ticks > started.ticks) {
+    // Every record lies between the readings at start() and now: converted along the line
+    // through them, each is as exact as those two readings (a microsecond or so), however long
+    // or short the recording, and whatever the counter's rate.
+    double rate = static_cast<double>(now.ns - started.ns) / static_cast<double>(now.ticks - started.ticks);
     auto convert = [&](int64_t tick) {
       return started.ns + static_cast<int64_t>(static_cast<double>(tick - started.ticks) * rate);
     };

@@ -53,7 +53,7 @@ int64_t now_ns() noexcept;
 // The records' clock. A traced call reads it twice: the processor's time-stamp counter where
 // it is invariant (x86-64 that says so: ~10 ns a read here, against ~25 for the vDSO's
 // clock_gettime in this kind of VM), else now_ns(). take() converts ticks to now_ns()'s
-// nanoseconds by the two clocks' readings at start() and at take().
+// nanoseconds along the line through the two clocks' readings at start() and at take().
 namespace detail {
 extern bool tsc;  // set once, before the first start()
 int64_t read_tsc() noexcept;
