@@ -43,6 +43,8 @@ COMPAT = "rma.compat"
 # left out: their bursts put to (get into) the same bytes without a flush between, as OSU's do,
 # which the checker rightly reports.
 CHECKED = "rma RMA_CHECK=1"
+# rma under RMA_TRACE, on the same small cases (issue 42: the trace's cost; at most 2x).
+TRACED = "rma RMA_TRACE"
 # --baseline PYTHON: rma as another build installed for that interpreter (an earlier commit,
 # say), run with the same jobs, interleaved with this one's, so that a change's cost is read
 # from one run on one machine: baseline / rma per case.
@@ -221,6 +223,7 @@ def main() -> None:
         "rma": rma_jobs(),
         COMPAT: compat_jobs,
         CHECKED: [(["env", "RMA_CHECK=1", *rmarun(2, ["--cases", CHECKED_CASES])], 0)],
+        TRACED: [(["env", f"RMA_TRACE={RESULTS / 'traced.json'}", *rmarun(2, ["--cases", CHECKED_CASES])], 0)],
     }
     if args.collectives:  # only the buffer collectives' jobs
         systems = {
@@ -281,7 +284,7 @@ def main() -> None:
 
 def write_results(values, ceiling, names, facade) -> None:
     rows = []
-    mpis = [n for n in names if n not in ("rma", COMPAT, CHECKED, BASELINE)]
+    mpis = [n for n in names if n not in ("rma", COMPAT, CHECKED, TRACED, BASELINE)]
     cases = sorted({case for (case, _, _) in values}, key=order)
     for case in cases:
         for size in sorted({s for (c, s, _) in values if c == case}):
@@ -305,6 +308,8 @@ def write_results(values, ceiling, names, facade) -> None:
                 row["compat / best mpi4py"] = row[COMPAT] / reference
             if CHECKED in row and "rma" in row:
                 row["checked / rma"] = row[CHECKED] / row["rma"]
+            if TRACED in row and "rma" in row:
+                row["traced / rma"] = row[TRACED] / row["rma"]
             if BASELINE in row and "rma" in row:
                 # Above 1: this build is faster (latency) or slower (bandwidth) than the baseline.
                 row["baseline / rma"] = row[BASELINE] / row["rma"]
@@ -315,7 +320,7 @@ def write_results(values, ceiling, names, facade) -> None:
     columns = (
         ["case", "size"]
         + [c for n in names + WITHOUT_PYTHON for c in (n, n + " min", n + " max")]
-        + ["memcpy", "rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma"]
+        + ["memcpy", "rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma", "traced / rma"]
         + ["baseline / rma", "core / best C MPI"]
     )
     with open(RESULTS / "results.csv", "w", newline="") as out:
@@ -330,7 +335,7 @@ def write_results(values, ceiling, names, facade) -> None:
 
 
 def markdown_table(rows, names, mpis) -> str:
-    ratios = ["rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma"]
+    ratios = ["rma / best mpi4py", "compat / best mpi4py", "compat / rma", "checked / rma", "traced / rma"]
     ratios += ["baseline / rma"] if BASELINE in names else []
     header = ["case", "size"] + names + ["memcpy", *ratios] + WITHOUT_PYTHON + ["core / best C MPI"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -361,6 +366,7 @@ def markdown_table(rows, names, mpis) -> str:
         "(rmarun --mpi4py); compat / rma is what the facade costs over rma's own calls, and "
         "compat / best mpi4py compares it with mpi4py over the best MPI. "
         f"{CHECKED}: the small cases under the conflict checker; checked / rma is its cost. "
+        f"{TRACED}: the same cases recorded by RMA_TRACE; traced / rma is its cost. "
         f"{BASELINE} (--baseline): another build of rma; baseline / rma above 1 means this build's "
         "latency is lower. The last "
         "columns run without Python: rma's C++ core and the same cases in C "

@@ -558,6 +558,36 @@ def test_without_rma_trace_nothing_is_written(tmp_path, setting):
     assert [p.name for p in tmp_path.iterdir()] == [PROGRAM_NAME]
 
 
+# ---- a compressed trace ----
+
+
+def test_a_trace_named_gz_is_written_compressed_and_read_back_by_every_reader(tmp_path):
+    """FILE.gz: rmarun writes gzip (Perfetto opens it), and rma.trace.load, python -m rma.trace
+    and the notebook's timeline read it as they read plain JSON."""
+    import gzip
+
+    from rma.notebook import timeline
+    from rma.trace import load
+
+    (tmp_path / PROGRAM_NAME).write_text(PROGRAM)
+    trace_file = tmp_path / "trace.json.gz"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("RMA_TRACE")}
+    argv = [*RMARUN, "-n", "2", "--trace", str(trace_file), str(tmp_path / PROGRAM_NAME), str(K), str(N), "-1"]
+    result = run_in_own_group(argv, timeout=WAIT, env=dict(environment, RMA_TIMEOUT=RANK_TIMEOUT), cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    with gzip.open(trace_file, "rt") as source:  # (gzip, or this raises)
+        trace = json.load(source)
+    facts = check(trace)
+    assert load(trace_file) == trace
+    assert len(facts.flows) == len(facts.data_calls()) > 0
+    summary = run_in_own_group(
+        [sys.executable, "-m", "rma.trace", str(trace_file)], timeout=WAIT, env=environment, cwd=str(tmp_path)
+    )
+    assert summary.returncode == 0 and "rank 1" in summary.stdout, summary.stderr
+    figure = timeline(str(trace_file))
+    assert len([a for a in figure.findobj() if a.get_gid() == "rma-flow"]) == len(facts.flows)
+
+
 # ---- the checker refuses what breaks the format ----
 
 

@@ -30,12 +30,12 @@ dependency of rma: install it to get hover text.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RMAError
+from ..trace.files import read_trace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -140,8 +140,7 @@ def _load(trace: dict | str | os.PathLike | None) -> dict:
             )
         return _last
     if isinstance(trace, (str, os.PathLike)):
-        with open(trace, encoding="utf-8") as file:
-            trace = json.load(file)
+        trace = read_trace(trace)
     if isinstance(trace, list):  # the format's other form: the events alone
         trace = {"traceEvents": trace}
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):

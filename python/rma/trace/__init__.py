@@ -10,19 +10,6 @@ it; docs/trace_format.md says what is in it).
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from .files import read_trace as load
 
 __all__ = ["load"]
-
-
-def load(path: str) -> dict[str, Any]:
-    """Read a trace file (merging the ranks' parts first if only they are there)."""
-    import os
-
-    from .merge import merge_files
-
-    if not os.path.exists(path):
-        return merge_files(path)
-    with open(path) as source:
-        return json.load(source)

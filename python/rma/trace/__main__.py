@@ -10,7 +10,6 @@ first. Exit status 0, or 2 with one line on stderr when FILE cannot be read as a
 from __future__ import annotations
 
 import argparse
-import glob
 import sys
 from pathlib import Path
 
@@ -48,8 +47,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _read(path: Path) -> Trace:
-    if not path.exists() and _parts(path):
-        _merge(path)
     try:
         return load(path)
     except FileNotFoundError:
@@ -58,20 +55,6 @@ def _read(path: Path) -> Trace:
         raise _Failure(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except TraceError as exc:
         raise _Failure(f"{path}: not an rma trace: {exc}") from None
-
-
-def _parts(path: Path) -> list[str]:
-    return sorted(glob.glob(glob.escape(str(path)) + ".rank-*.json"))
-
-
-def _merge(path: Path) -> None:
-    """Merge the ranks' parts into `path`, as rmarun would have at the end of the job."""
-    from .merge import merge_files
-
-    try:
-        merge_files(str(path))
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # a part cut short or not a part
-        raise _Failure(f"{path}: merging its parts failed: {exc!r}") from None
 
 
 if __name__ == "__main__":

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import bisect
 import glob
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .files import read_json, write_json
 from .part_format import KINDS, PART_VERSION
 
 __all__ = ["merge", "merge_files", "read_parts", "DATA_CALLS", "TRACE_VERSION"]
@@ -178,61 +178,87 @@ def _epoch_label(epoch: _Epoch) -> str:
     return epoch.kind
 
 
+class _Spans:
+    """Epochs of one kind under one key, in order; they do not overlap (a window has one fence
+    epoch at a time, one lock per target...), so which one holds a moment is a bisection."""
+
+    def __init__(self) -> None:
+        self.epochs: list[_Epoch] = []
+        self.begins: list[int] = []
+
+    def add(self, epoch: _Epoch) -> None:
+        self.epochs.append(epoch)
+        self.begins.append(epoch.begin)
+
+    def holding(self, at: int) -> int | None:
+        i = bisect.bisect_right(self.begins, at) - 1
+        if i >= 0 and at <= (self.epochs[i].end if self.epochs[i].end is not None else at):
+            return i
+        return None
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    def __getitem__(self, index: int) -> _Epoch:
+        return self.epochs[index]
+
+
 class _Matcher:
     """Finds where each data call arrived (see the module's docstring)."""
 
     def __init__(self, ranks: dict[int, _Rank]) -> None:
-        self.ranks = ranks
         self.exact = all(r.dropped == 0 for r in ranks.values())
-        self.fences: dict[tuple[int, int], list[_Epoch]] = defaultdict(list)  # (rank, window)
-        self.access: dict[tuple[int, int, int], list[_Epoch]] = defaultdict(list)  # (rank, window, target)
-        self.exposure: dict[tuple[int, int, int], list[_Epoch]] = defaultdict(list)  # (rank, window, origin)
+        self.fences: dict[tuple, _Spans] = defaultdict(_Spans)  # (rank, window)
+        self.access: dict[tuple, _Spans] = defaultdict(_Spans)  # (rank, window, target)
+        self.exposure: dict[tuple, _Spans] = defaultdict(_Spans)  # (rank, window, origin)
+        self.locks: dict[tuple, _Spans] = defaultdict(_Spans)  # (rank, window, target)
+        self.lock_alls: dict[tuple, _Spans] = defaultdict(_Spans)  # (rank, window)
+        # The calls that complete passive-target operations, per (rank, window), in order.
+        self.completers: dict[tuple, list[_Call]] = defaultdict(list)
+        self.completer_begins: dict[tuple, list[int]] = defaultdict(list)
         for r in ranks.values():
-            for epoch in r.epochs:
+            for epoch in r.epochs:  # (sorted by begin)
                 if epoch.kind == "fence":
-                    self.fences[(r.rank, epoch.window)].append(epoch)
+                    self.fences[(r.rank, epoch.window)].add(epoch)
                 elif epoch.kind == "access":
                     for target in epoch.ranks:
-                        self.access[(r.rank, epoch.window, target)].append(epoch)
+                        self.access[(r.rank, epoch.window, target)].add(epoch)
                 elif epoch.kind == "exposure":
                     for origin in epoch.ranks:
-                        self.exposure[(r.rank, epoch.window, origin)].append(epoch)
-
-    @staticmethod
-    def _holding(epochs: list[_Epoch], at: int) -> int | None:
-        for i, epoch in enumerate(epochs):
-            if epoch.begin <= at <= (epoch.end if epoch.end is not None else at):
-                return i
-        return None
+                        self.exposure[(r.rank, epoch.window, origin)].add(epoch)
+                elif epoch.kind == "lock_all":
+                    self.lock_alls[(r.rank, epoch.window)].add(epoch)
+                else:
+                    self.locks[(r.rank, epoch.window, epoch.target)].add(epoch)
+            for call in r.calls:  # (sorted by begin)
+                if call.name in _PASSIVE_COMPLETERS:
+                    self.completers[(r.rank, call.obj)].append(call)
+                    self.completer_begins[(r.rank, call.obj)].append(call.begin)
 
     def arrival(self, origin: _Rank, call: _Call) -> tuple[int, str | None]:
         """(aligned ns, completing call) of call's arrival at its target."""
         target, window, at = call.target, call.obj, call.begin
-        for epoch in origin.epochs:
-            if epoch.window != window or not epoch.begin <= at <= (epoch.end or at):
-                continue
-            if epoch.kind == "lock_all" or (epoch.kind.startswith("lock ") and epoch.target == target):
-                return self._passive(origin, call)
+        key = (origin.rank, window)
+        if self.lock_alls[key].holding(at) is not None or self.locks[(*key, target)].holding(at) is not None:
+            return self._passive(key, call)
         if self.exact:
-            k = self._holding(self.fences[(origin.rank, window)], at)
+            k = self.fences[key].holding(at)
             if k is not None:
                 theirs = self.fences[(target, window)]
                 if k < len(theirs) and theirs[k].closed:
                     return theirs[k].end, "fence"
-            m = self._holding(self.access[(origin.rank, window, target)], at)
+            m = self.access[(*key, target)].holding(at)
             if m is not None:
                 theirs = self.exposure[(target, window, origin.rank)]
                 if m < len(theirs) and theirs[m].closed:
                     return theirs[m].end, "wait"
         return call.end, None
 
-    @staticmethod
-    def _passive(origin: _Rank, call: _Call) -> tuple[int, str | None]:
-        begins = [c.begin for c in origin.calls]
-        start = bisect.bisect_left(begins, call.end)
-        for later in origin.calls[start:]:
-            if later.obj != call.obj or later.name not in _PASSIVE_COMPLETERS:
-                continue
+    def _passive(self, key: tuple, call: _Call) -> tuple[int, str | None]:
+        """The origin's first flush or unlock after the call that covers its target."""
+        completers = self.completers[key]
+        for i in range(bisect.bisect_left(self.completer_begins[key], call.end), len(completers)):
+            later = completers[i]
             if later.name in ("flush_all", "unlock_all") or later.target == call.target:
                 return later.end, later.name
         return call.end, None
@@ -423,8 +449,7 @@ def read_parts(trace_file: str) -> list[dict[str, Any]]:
     """The parts the ranks wrote next to trace_file (FILE.rank-<R>.json), by rank."""
     parts = []
     for path in glob.glob(glob.escape(trace_file) + ".rank-*.json"):  # (recording.part_path's)
-        with open(path) as source:
-            parts.append(json.load(source))
+        parts.append(read_json(path))
     return sorted(parts, key=lambda part: part["rank"])
 
 
@@ -435,10 +460,7 @@ def merge_files(trace_file: str, size: int | None = None) -> dict[str, Any]:
     if not parts:
         raise FileNotFoundError(f"rma.trace: no part of {trace_file} (no {trace_file}.rank-<R>.json)")
     trace = merge(parts, size)
-    temporary = f"{trace_file}.{os.getpid()}.tmp"
-    with open(temporary, "w") as out:
-        json.dump(trace, out, separators=(",", ":"))
-    os.replace(temporary, trace_file)
+    write_json(trace_file, trace)
     for part in parts:
         os.remove(f"{trace_file}.rank-{part['rank']}.json")
     return trace

@@ -9,11 +9,12 @@ code, so that it also checks, by being a second reader, that the writer keeps th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .files import read_trace
 
 FORMAT_VERSION = 1  # otherData.rma_trace of the files this reader knows
 CALL_CATEGORIES = ("rma", "collective")
@@ -123,12 +124,14 @@ class Trace:
 
 
 def load(path: str | Path) -> Trace:
-    """Read the trace file at `path`; TraceError if it is not one (OSError if it cannot be read)."""
+    """Read the trace file at `path` (or merge its parts); TraceError if it is not one (OSError if
+    it cannot be read, FileNotFoundError if neither it nor parts are there)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        obj = read_trace(path)  # (merging the ranks' parts first if only they are there)
+    except (ValueError, UnicodeDecodeError, EOFError) as exc:  # (JSONDecodeError, a cut gzip stream)
         raise TraceError(f"not JSON ({exc})") from None
+    except (KeyError, TypeError) as exc:  # (a part that is not one)
+        raise TraceError(f"its parts do not merge ({exc!r})") from None
     return read(obj)
 
 

@@ -14,7 +14,6 @@ merges the parts into FILE. The notebook starts and takes a part around one cell
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
 import socket
@@ -24,6 +23,7 @@ from typing import Any
 
 from .. import _core
 from .._job import settings
+from .files import write_json
 from .part_format import PART_VERSION
 
 __all__ = ["start", "stop", "take_part", "write_part", "part_path", "start_from_environment"]
@@ -120,10 +120,7 @@ def write_part(trace_file: str) -> str:
     rename) and return its path."""
     part = take_part()
     path = part_path(trace_file, part["rank"])
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as out:
-        json.dump(part, out, separators=(",", ":"))
-    os.replace(temporary, path)
+    write_json(path, part)
     return path
 
 
