@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RMAError
-from ..trace.files import read_trace
+from ..trace import load as read_trace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -10,6 +10,19 @@ it; docs/trace_format.md says what is in it).
 
 from __future__ import annotations
 
-from .files import read_trace as load
+import os
+from typing import Any
+
+from .files import read_json
+from .merge import merge_files
 
 __all__ = ["load"]
+
+
+def load(path: str | os.PathLike) -> dict[str, Any]:
+    """Read the trace in path (plain or gzip-compressed JSON), merging the ranks' parts first if
+    only they are there (FILE.rank-<R>.json: no launcher of ours merged them); FileNotFoundError
+    if neither is."""
+    if not os.path.exists(path):
+        return merge_files(os.fspath(path))
+    return read_json(path)

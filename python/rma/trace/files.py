@@ -1,8 +1,7 @@
 """Trace files on disk, read and written in one place: whole or not at all (a temporary file,
 then a rename), gzip-compressed when the name ends in ".gz" (Perfetto's UI opens those too;
-a trace is about 290 KB of JSON per thousand calls, a tenth of that compressed), and a trace
-whose ranks left only their parts (FILE.rank-<R>.json: no launcher of ours merged them) merged
-on first reading."""
+a trace is about 290 KB of JSON per thousand calls, a tenth of that compressed). rma.trace.load
+reads a trace (merging the ranks' parts first where only they are there)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import json
 import os
 from typing import Any
 
-__all__ = ["read_json", "write_json", "read_trace"]
+__all__ = ["read_json", "write_json"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -32,13 +31,3 @@ def write_json(path: str, obj: Any) -> None:
     with opener(temporary, "wt", encoding="utf-8") as out:
         json.dump(obj, out, separators=(",", ":"))
     os.replace(temporary, path)
-
-
-def read_trace(path: str | os.PathLike) -> dict[str, Any]:
-    """The trace in path, merging the ranks' parts first if only they are there
-    (FileNotFoundError if neither is)."""
-    if not os.path.exists(path):
-        from .merge import merge_files
-
-        return merge_files(os.fspath(path))
-    return read_json(path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import read_trace
+from . import load as load_file  # (the package's one reader of trace files)
 
 FORMAT_VERSION = 1  # otherData.rma_trace of the files this reader knows
 CALL_CATEGORIES = ("rma", "collective")
@@ -127,7 +127,7 @@ def load(path: str | Path) -> Trace:
     """Read the trace file at `path` (or merge its parts); TraceError if it is not one (OSError if
     it cannot be read, FileNotFoundError if neither it nor parts are there)."""
     try:
-        obj = read_trace(path)  # (merging the ranks' parts first if only they are there)
+        obj = load_file(path)  # (merging the ranks' parts first if only they are there)
     except (ValueError, UnicodeDecodeError, EOFError) as exc:  # (JSONDecodeError, a cut gzip stream)
         raise TraceError(f"not JSON ({exc})") from None
     except (KeyError, TypeError) as exc:  # (a part that is not one)
