@@ -387,7 +387,11 @@ for step in range(3):
 def trace_counts(trace):
     """What a trace holds, by the format's page: calls, epochs, waits, and flows from rank to rank."""
     events = trace["traceEvents"]
-    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("rma", "collective") and e.get("tid") == 0]
+    calls = [
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("rma", "collective", "message") and e.get("tid") == 0
+    ]
     starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s" and e.get("cat") == "flow"}
     flows = sorted((starts[e["id"]], e["pid"]) for e in events if e.get("ph") == "f" and e["id"] in starts)
     epochs = [e for e in events if e.get("ph") == "b" and e.get("cat") == "epoch"]

@@ -558,6 +558,41 @@ def test_without_rma_trace_nothing_is_written(tmp_path, setting):
     assert [p.name for p in tmp_path.iterdir()] == [PROGRAM_NAME]
 
 
+# ---- messages ----
+
+MESSAGES = """\
+import sys
+import rma
+comm = rma.init()
+right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+for step in range(3):
+    if comm.rank % 2 == 0:
+        comm.send(("step", step, comm.rank), dest=right, tag=step)  # send
+        got = comm.recv(source=left, tag=step)  # recv
+    else:
+        got = comm.recv(source=left, tag=step)
+        comm.send(("step", step, comm.rank), dest=right, tag=step)
+    assert got == ("step", step, left), got
+"""
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_messages_are_calls_with_their_peer_and_bytes_and_hold_their_waits(tmp_path, size):
+    job = traced(tmp_path, MESSAGES, size)
+    facts = job.ok()  # (the checker: every wait lies inside a call, a recv's among them)
+    for rank in range(size):
+        mine = facts.calls[rank]
+        sends = [c for c in mine if c.name == "comm.send"]
+        receives = [c for c in mine if c.name == "comm.recv"]
+        assert len(sends) == len(receives) == 3
+        assert {c.cat for c in sends + receives} == {"message"}
+        assert {c.args["target"] for c in sends} == {(rank + 1) % size}
+        assert {c.args["target"] for c in receives} == {(rank - 1) % size}
+        assert all(c.args["bytes"] > 0 for c in sends + receives)
+        # Pickled alike, each message is as long at both ends.
+        assert {c.args["bytes"] for c in sends} == {c.args["bytes"] for c in receives}
+
+
 # ---- a compressed trace ----
 
 

@@ -80,7 +80,7 @@ class TraceError(AssertionError):
 
 @dataclass(frozen=True)
 class Call:
-    """A call slice ("X" on tid 0, cat "rma" or "collective")."""
+    """A call slice ("X" on a calls track, cat "rma", "collective" or "message")."""
 
     rank: int
     name: str
@@ -370,10 +370,10 @@ class _Reader:
             self.fail(e, "X event without a dur >= 0")
             return False
         cat, args = e["cat"], e.get("args")
-        if cat not in ("rma", "collective", "wait", "arrival"):
+        if cat not in ("rma", "collective", "message", "wait", "arrival"):
             self.fail(e, "X event of an unknown cat")
             return False
-        if e["tid"] != (1 if cat == "arrival" else 0):
+        if (e["tid"] == 1) != (cat == "arrival"):
             self.fail(e, f"a {cat} slice on the wrong thread")
             return False
         if not isinstance(args, dict):
@@ -401,9 +401,17 @@ class _Reader:
             if not _whole(args.get("window")):
                 self.fail(e, "a window's call without args.window")
                 ok = False
-        elif "comm" not in args or "window" in args:
-            self.fail(e, "a collective without args.comm (or with a window)")
+        elif "window" in args or ("comm" not in args and name != "request.wait"):
+            self.fail(e, "a collective or message without args.comm (or with a window)")
             ok = False
+        if e["cat"] == "message":  # (its peer, where known: a receive from any source may say none)
+            if "target" in args and not (_whole(args["target"]) and 0 <= args["target"] < self.ranks):
+                self.fail(e, "a message whose args.target is not a rank of the job")
+                ok = False
+            if not (_whole(args.get("bytes")) and args["bytes"] >= 0):
+                self.fail(e, "a message without args.bytes")
+                ok = False
+            return ok
         targeted = name in DATA_CALLS or name in _TARGETED
         if targeted and not (_whole(args.get("target")) and 0 <= args["target"] < self.ranks):
             self.fail(e, "a targeted call whose args.target is not a rank of the job")
@@ -521,7 +529,7 @@ class _Reader:
         arrivals: dict[int, list[Arrival]] = {r: [] for r in range(ranks)}
         for e in sorted((e for e in events if e["ph"] == "X"), key=lambda e: (e["ts"], -e["dur"])):
             end = e["ts"] + e["dur"]
-            if e["cat"] in ("rma", "collective"):
+            if e["cat"] in ("rma", "collective", "message"):
                 call = Call(e["pid"], e["name"], e["cat"], e["ts"], end, e["args"])
                 calls[e["pid"]].append(call)
                 call_of[id(e)] = call

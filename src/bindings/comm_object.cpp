@@ -64,6 +64,7 @@ void send_object(PyObject* self, PyObject* obj, int dest, int tag) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(data.ptr())),
                                    PyBytes_GET_SIZE(data.ptr()));
   rma::Communicator& comm = comm_core_of(self);
+  TracedCall::note(comm.members()[dest], bytes.size());
   released([&] { comm.send(bytes, dest, tag); });
 }
 
@@ -79,6 +80,7 @@ PyObject* receive_object(PyObject* self, int source, int tag, PyObject* status, 
   // which gives it back to the next matching receive.
   if (PyErr_CheckSignals() < 0) return nullptr;
   rma::Received received = pending->wait();  // (at once)
+  TracedCall::note(comm_core_of(self).members()[received.source], received.data.size());
   pickled::fill_status(status, received.source, received.tag);
   py::object data = py::reinterpret_steal<py::object>(
       PyBytes_FromStringAndSize(reinterpret_cast<const char*>(received.data.data()), received.data.size()));
@@ -108,8 +110,14 @@ void send_call(PyObject* self, const Parameters& parameters, PyObject* const* ar
   send_object(self, slot[0], dest, tag);
 }
 
+// A point-to-point call in the trace (RMA_TRACE): its peer and bytes are noted as they are known.
+TracedCall traced_message(PyObject* self, const char* name) {
+  return TracedCall(name, rma::trace::Kind::Message, [self] { return comm_core_of(self).context(); });
+}
+
 PyObject* send(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call = traced_message(self, "comm.send");
     send_call(self, kSend, args, nargs, kwnames);
     Py_RETURN_NONE;
   });
@@ -117,6 +125,7 @@ PyObject* send(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 PyObject* recv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call = traced_message(self, "comm.recv");
     PyObject* slot[3];
     arguments::match(kRecv, args, nargs, kwnames, slot);
     int source = comm_number(slot[0], "recv", "source", true, true);
@@ -127,6 +136,7 @@ PyObject* recv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
 
 PyObject* sendrecv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call = traced_message(self, "comm.sendrecv");
     PyObject* slot[6];
     arguments::match(kSendrecv, args, nargs, kwnames, slot);
     // Every argument checked before anything moves.
@@ -156,6 +166,7 @@ constexpr Parameters kIrecvThen{"_irecv", {kSource, {"tag"}, {"finish"}}, 3, "co
 
 PyObject* isend(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return guarded([&]() -> PyObject* {
+    TracedCall traced_call = traced_message(self, "comm.isend");
     send_call(self, kIsend, args, nargs, kwnames);
     return new_complete_request(-1, -1);
   });
@@ -165,6 +176,8 @@ PyObject* receive_request(PyObject* self, PyObject* source_value, PyObject* tag_
   int source = comm_number(source_value, "irecv", "source", true, true);
   int tag = tag_value != nullptr ? comm_number(tag_value, "irecv", "tag", true, false) : 0;
   if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, kAny);
+  TracedCall traced_call = traced_message(self, "comm.irecv");  // (posting it; request.wait waits)
+  if (source >= 0) TracedCall::note(comm_core_of(self).members()[source], 0);
   return new_receive_request(comm_core_of(self).irecv(source, tag), finish);
 }
 

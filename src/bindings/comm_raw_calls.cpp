@@ -14,6 +14,7 @@
 #include "comm_object.hpp"
 #include "guarded_call.hpp"
 #include "message_request.hpp"
+#include "traced_call.hpp"
 #include "window/epochs.hpp"
 
 namespace py = pybind11;
@@ -63,6 +64,8 @@ PyObject* send_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     if (dest == rma::kProcNull) Py_RETURN_NONE;
     HeldBuffer data(slot[0], "send");
     rma::Communicator& comm = comm_core_of(self);
+    TracedCall traced_call("comm.Send", rma::trace::Kind::Message, [&] { return comm.context(); });
+    TracedCall::note(comm.members()[dest], data.bytes().size());
     released([&] { comm.send(data.bytes(), dest, tag); });
     Py_RETURN_NONE;
   });
@@ -77,6 +80,8 @@ PyObject* ssend_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
     if (dest == rma::kProcNull) return PyLong_FromLong(-1);
     HeldBuffer data(slot[0], "ssend");
     rma::Communicator& comm = comm_core_of(self);
+    TracedCall traced_call("comm.Ssend", rma::trace::Kind::Message, [&] { return comm.context(); });
+    TracedCall::note(comm.members()[dest], data.bytes().size());
     uint64_t id = 0;
     released([&] { id = comm.send_synchronous(data.bytes(), dest, tag); });
     return PyLong_FromUnsignedLongLong(id);
@@ -93,6 +98,8 @@ PyObject* ssend_done(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
     rma::Communicator& comm = comm_core_of(self);
     bool done = true;
     if (wait) {
+      TracedCall traced_call("request.wait", rma::trace::Kind::Message, [&] { return comm.context(); });
+      TracedCall::note(comm.members()[dest], 0);
       released([&] { comm.wait_synchronous(dest, id); });
     } else {
       released([&] { done = comm.synchronous_matched(dest, id); });
@@ -108,7 +115,10 @@ PyObject* irecv_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
     int source = comm_number(slot[0], "irecv", "source", true, true);
     int tag = comm_number(slot[1], "irecv", "tag", true, false);
     if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, rma::Communicator::kAnyTag);
-    return new_receive_request(comm_core_of(self).irecv(source, tag, "recv"), nullptr, /*raw=*/true);
+    rma::Communicator& comm = comm_core_of(self);
+    TracedCall traced_call("comm.Irecv", rma::trace::Kind::Message, [&] { return comm.context(); });
+    if (source >= 0) TracedCall::note(comm.members()[source], 0);
+    return new_receive_request(comm.irecv(source, tag, "recv"), nullptr, /*raw=*/true);
   });
 }
 

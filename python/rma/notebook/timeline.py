@@ -200,7 +200,7 @@ def _parse(trace: dict) -> _Parsed:
         parsed.end = max(parsed.end, end)
         args = e.get("args") or {}
         name = str(e.get("name", ""))
-        if ph == "X" and cat in ("rma", "collective") and e.get("tid", 0) == 0:
+        if ph == "X" and cat in ("rma", "collective", "message") and e.get("tid", 0) == 0:
             calls_at[(pid, e.get("ts"))] = args
             parsed.calls.append(_Item(pid, start, end, _call_text(name, args, end - start), cat))
         elif ph == "X" and cat == "wait":
@@ -372,7 +372,11 @@ def _draw(parsed: _Parsed, width: float) -> Figure:
         hover.append((4, bars, [e.text for e in items]))
         legend.append(Patch(facecolor=colour, edgecolor=colour, alpha=0.45, label=f"{kind} epoch"))
 
-    for cat, colour, label in (("rma", "black", "call"), ("collective", "tab:purple", "collective")):
+    for cat, colour, label in (
+        ("rma", "black", "call"),
+        ("collective", "tab:purple", "collective"),
+        ("message", "tab:green", "message"),
+    ):
         items = [c for c in parsed.calls if c.kind == cat]
         if not items:
             continue

@@ -48,6 +48,8 @@ DATA_CALLS = frozenset(
 # What completes a passive target's operations at the target (flush_local completes them at the
 # origin only).
 _PASSIVE_COMPLETERS = frozenset({"flush", "flush_all", "unlock", "unlock_all"})
+# A call's category in the trace, by the kind of its record.
+_CATEGORIES = {"call": "rma", "collective": "collective", "message": "message"}
 _ARRIVAL_US = 0.001  # an arrival's length: an instant, with room for the flow arrow to bind
 
 
@@ -120,7 +122,7 @@ def _read_rank(part: dict[str, Any]) -> _Rank:
         end += rank.offset
         times += (begin, end)
         tid = tid_of(thread)
-        if kind in ("call", "collective"):
+        if kind in ("call", "collective", "message"):
             rank.calls.append(_Call(name, kind, site, begin, end, size, obj, target, tid))
         elif kind == "wait":
             rank.waits.append((begin, end, [r for r in _ranks(text) if r != rank.rank], tid))
@@ -309,13 +311,13 @@ def merge(parts: list[dict[str, Any]], size: int | None = None) -> dict[str, Any
             args: dict[str, Any] = {"site": call.site}
             if call.kind == "call":
                 args["window"] = call.obj
-            else:
+            elif call.obj >= 0:  # (request.wait knows no communicator)
                 args["comm"] = call.obj
             if call.target >= 0:
                 args["target"] = call.target
-            if call.name in DATA_CALLS or call.kind == "collective":
+            if call.name in DATA_CALLS or call.kind != "call":
                 args["bytes"] = call.bytes
-            cat = "rma" if call.kind == "call" else "collective"
+            cat = _CATEGORIES[call.kind]
             events.append(
                 {
                     "ph": "X",

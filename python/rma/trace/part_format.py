@@ -11,4 +11,4 @@ into KINDS (src/core/base/trace.hpp's Kind, in its order).
 
 PART_VERSION = 1
 
-KINDS = ("call", "collective", "wait", "epoch_open", "epoch_close", "error")
+KINDS = ("call", "collective", "wait", "epoch_open", "epoch_close", "error", "message")

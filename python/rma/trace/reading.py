@@ -17,7 +17,7 @@ from typing import Any
 from . import load as load_file  # (the package's one reader of trace files)
 
 FORMAT_VERSION = 1  # otherData.rma_trace of the files this reader knows
-CALL_CATEGORIES = ("rma", "collective")
+CALL_CATEGORIES = ("rma", "collective", "message")
 
 
 class TraceError(Exception):

@@ -23,6 +23,7 @@ enum class Kind : uint8_t {
   EpochOpen = 3,   // an epoch began on a window: name = its kind, text = its ranks, target
   EpochClose = 4,  // ... and ended (the same name, object and target)
   Error = 5,       // an exception raised to the program: name = its class, text = its message
+  Message = 6,     // a communicator's point-to-point call: name, communicator, target (the peer), bytes, site
 };
 
 // A record's strings (name, site, text) live as long as the process: static names, the
