@@ -64,7 +64,7 @@ void send_object(PyObject* self, PyObject* obj, int dest, int tag) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(data.ptr())),
                                    PyBytes_GET_SIZE(data.ptr()));
   rma::Communicator& comm = comm_core_of(self);
-  TracedCall::note(comm.members()[dest], bytes.size());
+  TracedCall::note_peer(comm.members(), dest, bytes.size());
   released([&] { comm.send(bytes, dest, tag); });
 }
 
@@ -80,7 +80,7 @@ PyObject* receive_object(PyObject* self, int source, int tag, PyObject* status, 
   // which gives it back to the next matching receive.
   if (PyErr_CheckSignals() < 0) return nullptr;
   rma::Received received = pending->wait();  // (at once)
-  TracedCall::note(comm_core_of(self).members()[received.source], received.data.size());
+  TracedCall::note_peer(comm_core_of(self).members(), received.source, received.data.size());
   pickled::fill_status(status, received.source, received.tag);
   py::object data = py::reinterpret_steal<py::object>(
       PyBytes_FromStringAndSize(reinterpret_cast<const char*>(received.data.data()), received.data.size()));
@@ -177,7 +177,7 @@ PyObject* receive_request(PyObject* self, PyObject* source_value, PyObject* tag_
   int tag = tag_value != nullptr ? comm_number(tag_value, "irecv", "tag", true, false) : 0;
   if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, kAny);
   TracedCall traced_call = traced_message(self, "comm.irecv");  // (posting it; request.wait waits)
-  if (source >= 0) TracedCall::note(comm_core_of(self).members()[source], 0);
+  TracedCall::note_peer(comm_core_of(self).members(), source, 0);
   return new_receive_request(comm_core_of(self).irecv(source, tag), finish);
 }
 

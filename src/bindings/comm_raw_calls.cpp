@@ -65,7 +65,7 @@ PyObject* send_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     HeldBuffer data(slot[0], "send");
     rma::Communicator& comm = comm_core_of(self);
     TracedCall traced_call("comm.Send", rma::trace::Kind::Message, [&] { return comm.context(); });
-    TracedCall::note(comm.members()[dest], data.bytes().size());
+    TracedCall::note_peer(comm.members(), dest, data.bytes().size());
     released([&] { comm.send(data.bytes(), dest, tag); });
     Py_RETURN_NONE;
   });
@@ -81,7 +81,7 @@ PyObject* ssend_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
     HeldBuffer data(slot[0], "ssend");
     rma::Communicator& comm = comm_core_of(self);
     TracedCall traced_call("comm.Ssend", rma::trace::Kind::Message, [&] { return comm.context(); });
-    TracedCall::note(comm.members()[dest], data.bytes().size());
+    TracedCall::note_peer(comm.members(), dest, data.bytes().size());
     uint64_t id = 0;
     released([&] { id = comm.send_synchronous(data.bytes(), dest, tag); });
     return PyLong_FromUnsignedLongLong(id);
@@ -99,7 +99,7 @@ PyObject* ssend_done(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
     bool done = true;
     if (wait) {
       TracedCall traced_call("request.wait", rma::trace::Kind::Message, [&] { return comm.context(); });
-      TracedCall::note(comm.members()[dest], 0);
+      TracedCall::note_peer(comm.members(), dest, 0);
       released([&] { comm.wait_synchronous(dest, id); });
     } else {
       released([&] { done = comm.synchronous_matched(dest, id); });
@@ -117,7 +117,7 @@ PyObject* irecv_raw(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
     if (source == rma::kProcNull) return new_complete_request(rma::kProcNull, rma::Communicator::kAnyTag);
     rma::Communicator& comm = comm_core_of(self);
     TracedCall traced_call("comm.Irecv", rma::trace::Kind::Message, [&] { return comm.context(); });
-    if (source >= 0) TracedCall::note(comm.members()[source], 0);
+    TracedCall::note_peer(comm.members(), source, 0);
     return new_receive_request(comm.irecv(source, tag, "recv"), nullptr, /*raw=*/true);
   });
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/trace.hpp"
 
@@ -30,6 +31,13 @@ class TracedCall {
       current_->record_.target = target;
       current_->record_.bytes = bytes;
     }
+  }
+
+  // The same for a communicator's call, whose peer is a rank of `members` not yet checked (a bad
+  // one is the call's error to raise, after this): the job's rank, or -1 (none, or not a rank).
+  static void note_peer(const std::vector<int>& members, int rank, uint64_t bytes) {
+    if (rma::trace::on() && current_ != nullptr) [[unlikely]]
+      note(rank >= 0 && static_cast<size_t>(rank) < members.size() ? members[rank] : -1, bytes);
   }
 
   // The object the innermost traced call made (a window's creation learns its id last).
