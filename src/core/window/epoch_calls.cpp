@@ -16,6 +16,11 @@ namespace rma {
 
 // ---- the trace's epoch spans ----
 
+namespace {
+// A lock epoch's kind in the trace, by the lock's type.
+const char* lock_epoch_kind(int type) { return type == kLockExclusive ? "lock exclusive" : "lock shared"; }
+}  // namespace
+
 void Window::trace_epoch(bool open, const char* kind, int target, const std::vector<int>& group) const {
   if (!trace::on()) return;
   const std::vector<int>& members = comm_->members();
@@ -202,7 +207,7 @@ void Window::lock(int target, int type, int mode) {
   } else if (sync_->lock(target, type, false, "lock")) {
     epochs_.locked(target, type, false);
   }
-  if (epochs_.held(target)) trace_epoch(true, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
+  if (epochs_.held(target)) trace_epoch(true, lock_epoch_kind(type), target, {});
 }
 
 bool Window::try_lock(int target, int type) {
@@ -218,7 +223,7 @@ bool Window::try_lock(int target, int type) {
     return false;
   }
   epochs_.locked(target, type, false);
-  trace_epoch(true, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
+  trace_epoch(true, lock_epoch_kind(type), target, {});
   return true;
 }
 
@@ -232,7 +237,7 @@ void Window::unlock(int target) {
   epochs_.before_unlock(target);
   int type = epochs_.held(target);
   release(target, "unlock");
-  trace_epoch(false, type == kLockExclusive ? "lock exclusive" : "lock shared", target, {});
+  trace_epoch(false, lock_epoch_kind(type), target, {});
   epochs_.unlocked();
   fabric_->raise_refusal();
 }
