@@ -13,6 +13,24 @@ namespace rma {
 
 std::string Transport::without_own_rank(std::string text) const { return without_rank_mention(std::move(text), rank_); }
 
+void Transport::leave(std::atomic<int>& count) {
+  if (count.fetch_sub(1, std::memory_order_relaxed) == 1) release_stand_back();
+}
+
+void Transport::release_stand_back() {
+  {
+    // Taken and given back: an engine that saw callers before they left is asleep by now, so
+    // the notice reaches it.
+    std::lock_guard lock(stand_back_mutex_);
+  }
+  stand_back_changed_.notify_all();
+}
+
+void Transport::stand_back(std::chrono::milliseconds longest, const std::atomic<bool>& stopping) {
+  std::unique_lock lock(stand_back_mutex_);
+  stand_back_changed_.wait_for(lock, longest, [&] { return !callers_serve_network() || stopping.load(); });
+}
+
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
                            const std::function<std::string()>& what, Bell* bell, bool interruptible,
                            bool polls_itself) {
@@ -23,7 +41,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine, unless
   // its done() polls for itself (polls_itself; see polling_callers()).
   std::optional<Counting> counted;
-  if (bell == nullptr) counted.emplace(waiting_callers_);
+  if (bell == nullptr) counted.emplace(*this, waiting_callers_);
   unsigned long interrupts_before = interrupt_count();
   bool chained = false;
   // A user looking at a silent job cannot tell a slow call from a stuck one: once a wait is
@@ -34,6 +52,11 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // not asked again, neither by the loop nor by a bell's sleep.
   bool finished = false;
   auto holds = [&] { return finished || (finished = done()); };
+  uint64_t network_activity = network_activity_.load(std::memory_order_relaxed);
+  // Asleep on the bell, a wait whose condition polls for itself across hosts stays the one
+  // that serves the network: it arms the fabric's watcher itself, which rings that bell, and
+  // the progress engine keeps standing back (callers_serve_network).
+  bool serves_asleep = polls_itself && doze_promptly();
   trace::WaitSpan traced;  // (recorded only when the condition did not hold at once)
   if (!holds()) traced.begin(watch);
   while (!holds()) {
@@ -42,6 +65,11 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     // A condition with a bell lives in shared memory: polling the fabric would only delay
     // noticing it (the progress thread serves the fabric meanwhile).
     bool busy = bell == nullptr && progress();
+    if (polls_itself) {
+      uint64_t now = network_activity_.load(std::memory_order_relaxed);
+      busy = busy || now != network_activity;
+      network_activity = now;
+    }
     // An interrupt first: when a whole job is interrupted at once (Ctrl-C, rmarun --timeout),
     // a peer that ends from its own interrupt must not turn this rank's into a PeerError.
     if (interruptible && interrupt_count() != interrupts_before)
@@ -74,10 +102,24 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     if (busy) {
       backoff.reset();
     } else if (bell != nullptr && backoff.sleeping()) {
-      // Asleep, this caller polls nothing: the progress engine takes the network back meanwhile.
-      if (polls_itself) polling_callers_.fetch_sub(1, std::memory_order_relaxed);
-      bell->sleep_unless(holds, kBellCheck);
-      if (polls_itself) polling_callers_.fetch_add(1, std::memory_order_relaxed);
+      // Asleep, this caller polls nothing: the progress engine takes the network back meanwhile,
+      // unless the fabric's watcher wakes this caller for it (serves_asleep).
+      bool hand_back = polls_itself && !serves_asleep;
+      if (hand_back) leave(polling_callers_);
+      uint32_t rings = bell->rings.load();
+      bell->sleep_unless(
+          [&] {
+            if (holds()) return true;
+            // Armed once this thread counts as asleep, or its ring could be lost.
+            if (serves_asleep) before_doze();
+            return false;
+          },
+          kBellCheck);
+      if (hand_back) polling_callers_.fetch_add(1, std::memory_order_relaxed);
+      // Woken for the network: poll actively again, as the engine does. A peer's one-sided
+      // write shows this rank no completion, yet needs several passes of its progress to land
+      // (tcp reads it piece by piece), and the next one is likely on its way.
+      if (serves_asleep && bell->rings.load() != rings) backoff.reset();
     } else if (doze_promptly() && backoff.sleeping() && !network_in_flight()) {
       // Peers on other hosts: asleep until the fabric's wait fd says something came (a timed
       // sleep would hold up a peer's one-sided write, which needs this rank's progress). The

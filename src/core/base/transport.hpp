@@ -5,10 +5,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -142,25 +145,47 @@ class Transport {
   // them meanwhile, rather than taking some first and spinning after them (on a host with as
   // many busy threads as cores, that spinning took the CPU the ranks needed).
   int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
+  // Whether a caller of this rank waits inside rma now and moves the network itself meanwhile
+  // (doze_promptly transports: its wait sleeps on the fabric's wait fd, not on a timer): the
+  // progress engine then stands back, so that a peer's request is served by the thread that
+  // waits, without a hand-off to the engine (two wake-ups per message on a busy host).
+  bool callers_serve_network() const noexcept {
+    return polling_callers() > 0 || (doze_promptly() && waiting_callers() > 0);
+  }
+  // For the progress engine: sleeps while callers_serve_network(), at most `longest`, unless
+  // `stopping` (ring release_stand_back() after setting it). The last caller to leave wakes it.
+  void stand_back(std::chrono::milliseconds longest, const std::atomic<bool>& stopping);
+  void release_stand_back();
+
+ protected:
+  // A progress pass moved traffic of peers on other hosts: waits whose condition polls for
+  // itself (polls_itself) see it as activity and keep polling instead of sleeping, as long as
+  // messages flow (their own progress() result is not the loop's to see).
+  void note_network_activity() noexcept { network_activity_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   // While one lives, its thread counts in `count` (waiting_callers_, polling_callers_).
   class Counting {
    public:
-    explicit Counting(std::atomic<int>& count) : count_(count) { count_.fetch_add(1, std::memory_order_relaxed); }
-    ~Counting() { count_.fetch_sub(1, std::memory_order_relaxed); }
+    Counting(Transport& transport, std::atomic<int>& count) : transport_(transport), count_(count) {
+      count_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Counting() { transport_.leave(count_); }
     Counting(const Counting&) = delete;
     Counting& operator=(const Counting&) = delete;
 
    private:
+    Transport& transport_;
     std::atomic<int>& count_;
   };
+  // A caller stops counting in `count`; the last one wakes a progress engine standing back.
+  void leave(std::atomic<int>& count);
 
  public:
   // While one lives, its thread counts in polling_callers().
   class Polling : Counting {
    public:
-    explicit Polling(Transport& transport) : Counting(transport.polling_callers_) {}
+    explicit Polling(Transport& transport) : Counting(transport, transport.polling_callers_) {}
   };
   // The barrier board of `rank` (host/barrier_board.hpp; this rank's own too) when the
   // ranks of a host meet in shared memory and this rank maps rank's board; null otherwise
@@ -193,6 +218,9 @@ class Transport {
   double hang_report_seconds_ = 0;
   std::atomic<int> waiting_callers_{0};
   std::atomic<int> polling_callers_{0};
+  std::atomic<uint64_t> network_activity_{0};
+  std::mutex stand_back_mutex_;  // orders a last caller's leaving against the engine's sleep
+  std::condition_variable stand_back_changed_;
 };
 
 }  // namespace rma

@@ -12,6 +12,7 @@ ProgressEngine::~ProgressEngine() { stop(); }
 void ProgressEngine::stop() {
   stopping_.store(true, std::memory_order_release);
   if (Bell* bell = transport_.incoming_bell()) bell->ring();  // from a doze
+  transport_.release_stand_back();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -40,9 +41,13 @@ void ProgressEngine::run() {
   Bell* bell = transport_.incoming_bell();
   auto last_activity = Clock::now();
   while (!stopping_.load(std::memory_order_acquire)) {
-    if (transport_.polling_callers() > 0) {
-      // A caller polls for itself: every message is its to take (see polling_callers()).
-      std::this_thread::sleep_for(std::chrono::microseconds(max_sleep_us_));
+    if (transport_.callers_serve_network()) {
+      // A caller polls for itself: every message is its to take (see polling_callers() and
+      // callers_serve_network()). Asleep until the last one leaves: timed sleeps would cost
+      // an idle waiting rank a wake-up per millisecond.
+      transport_.stand_back(kDozeLongest, stopping_);
+      backoff.reset();
+      last_activity = Clock::now();
       continue;
     }
     if (progress()) {

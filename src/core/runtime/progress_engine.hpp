@@ -2,7 +2,9 @@
 // sleeps, holds the GIL): incoming active messages are handled without the user calling in.
 // It polls with backoff and sleeps when idle; idle for longer, it dozes on the transport's bell
 // (when every peer can ring it), so an idle rank costs no CPU. Callers that wait for something
-// poll the transport themselves and do not depend on this thread's wake-ups.
+// poll the transport themselves and do not depend on this thread's wake-ups; while they do
+// (Transport::callers_serve_network: across hosts, any caller waiting inside rma), this thread
+// sleeps, so that a peer's request is answered by the waiting thread without a hand-off.
 #pragma once
 
 #include <atomic>
