@@ -14,7 +14,9 @@ namespace rma {
 std::string Transport::without_own_rank(std::string text) const { return without_rank_mention(std::move(text), rank_); }
 
 void Transport::leave(std::atomic<int>& count) {
-  if (count.fetch_sub(1, std::memory_order_relaxed) == 1) release_stand_back();
+  // (Sequentially consistent, as stand_back's flag and callers_serve_network: of this caller
+  // and a sleeping engine, one sees the other.)
+  if (count.fetch_sub(1) == 1 && standing_back_.load()) release_stand_back();
 }
 
 void Transport::release_stand_back() {
@@ -28,7 +30,9 @@ void Transport::release_stand_back() {
 
 void Transport::stand_back(std::chrono::milliseconds longest, const std::atomic<bool>& stopping) {
   std::unique_lock lock(stand_back_mutex_);
+  standing_back_.store(true);
   stand_back_changed_.wait_for(lock, longest, [&] { return !callers_serve_network() || stopping.load(); });
+  standing_back_.store(false);
 }
 
 void Transport::wait_until(const std::function<bool()>& done, const Deadline& deadline, std::span<const int> watch,
@@ -52,7 +56,6 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
   // not asked again, neither by the loop nor by a bell's sleep.
   bool finished = false;
   auto holds = [&] { return finished || (finished = done()); };
-  uint64_t network_activity = network_activity_.load(std::memory_order_relaxed);
   // Asleep on the bell, a wait whose condition polls for itself across hosts stays the one
   // that serves the network: it arms the fabric's watcher itself, which rings that bell, and
   // the progress engine keeps standing back (callers_serve_network).
@@ -65,11 +68,6 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
     // A condition with a bell lives in shared memory: polling the fabric would only delay
     // noticing it (the progress thread serves the fabric meanwhile).
     bool busy = bell == nullptr && progress();
-    if (polls_itself) {
-      uint64_t now = network_activity_.load(std::memory_order_relaxed);
-      busy = busy || now != network_activity;
-      network_activity = now;
-    }
     // An interrupt first: when a whole job is interrupted at once (Ctrl-C, rmarun --timeout),
     // a peer that ends from its own interrupt must not turn this rank's into a PeerError.
     if (interruptible && interrupt_count() != interrupts_before)

@@ -150,18 +150,15 @@ class Transport {
   // progress engine then stands back, so that a peer's request is served by the thread that
   // waits, without a hand-off to the engine (two wake-ups per message on a busy host).
   bool callers_serve_network() const noexcept {
-    return polling_callers() > 0 || (doze_promptly() && waiting_callers() > 0);
+    // (Sequentially consistent: stand_back() and leave() rely on it.)
+    return polling_callers_.load() > 0 || (doze_promptly() && waiting_callers_.load() > 0);
   }
-  // For the progress engine: sleeps while callers_serve_network(), at most `longest`, unless
-  // `stopping` (ring release_stand_back() after setting it). The last caller to leave wakes it.
+  // For the progress engine, once callers have served the network for a while: sleeps while
+  // callers_serve_network(), at most `longest`, unless `stopping` (call release_stand_back()
+  // after setting it). The last caller to leave wakes it. (Only then: a wake-up at every
+  // call's end would cost a busy rank more than the engine's timed sleeps.)
   void stand_back(std::chrono::milliseconds longest, const std::atomic<bool>& stopping);
   void release_stand_back();
-
- protected:
-  // A progress pass moved traffic of peers on other hosts: waits whose condition polls for
-  // itself (polls_itself) see it as activity and keep polling instead of sleeping, as long as
-  // messages flow (their own progress() result is not the loop's to see).
-  void note_network_activity() noexcept { network_activity_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   // While one lives, its thread counts in `count` (waiting_callers_, polling_callers_).
@@ -218,9 +215,9 @@ class Transport {
   double hang_report_seconds_ = 0;
   std::atomic<int> waiting_callers_{0};
   std::atomic<int> polling_callers_{0};
-  std::atomic<uint64_t> network_activity_{0};
   std::mutex stand_back_mutex_;  // orders a last caller's leaving against the engine's sleep
   std::condition_variable stand_back_changed_;
+  std::atomic<bool> standing_back_{false};  // the engine sleeps in stand_back()
 };
 
 }  // namespace rma

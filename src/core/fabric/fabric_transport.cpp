@@ -244,7 +244,6 @@ bool FabricTransport::progress() {
   if (delivered) {
     if (Bell* bell = incoming_bell()) bell->ring();
   }
-  if (completed && watcher_) note_network_activity();
   return completed || from_inbox > 0;
 }
 
