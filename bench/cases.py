@@ -4,8 +4,10 @@
     mpiexec -n 2 python bench/cases.py --backend mpi4py
 
 Cases follow the OSU one-sided micro-benchmarks (osu_put_latency, osu_get_bw...): rank 0 is the
-origin, rank 1 the target; each case prints one JSON line per size with the median time of one
-operation (latency cases) or the bytes per second (bandwidth cases). Rank 0 prints.
+origin, rank size // 2 the target (rank 1 of 2; with 2 ranks on each of two hosts, ranks 0 1 |
+2 3, the first rank of the other host); each case prints one JSON line per size with the median
+time of one operation (latency cases) or the bytes per second (bandwidth cases), and the
+seconds the case took. Rank 0 prints.
 """
 
 from __future__ import annotations
@@ -264,7 +266,7 @@ def timed(step, count: int) -> float:
 def run_case(b, case: str, size: int) -> float | None:
     """Return the case's figure on rank 0 (seconds per op, or bytes per second), None elsewhere."""
     count = iterations(size)
-    origin = b.rank == 0
+    origin, peer = b.rank == 0, b.peer
     result = None
     if case in LATENCY_CASES or case in BANDWIDTH_CASES:
         win = b.allocate(size * (WINDOW if case.endswith("_bw") else 1))
@@ -274,26 +276,26 @@ def run_case(b, case: str, size: int) -> float | None:
             if case == "lock_put_unlock":
 
                 def step():
-                    b.lock(win, 1)
-                    b.put(win, data, 1)
-                    b.unlock(win, 1)
+                    b.lock(win, peer)
+                    b.put(win, data, peer)
+                    b.unlock(win, peer)
 
                 result = timed(step, count)
             else:
                 b.lock_all(win)
                 if case == "put":
-                    result = timed(lambda: (b.put(win, data, 1), b.flush(win, 1)), count)
+                    result = timed(lambda: (b.put(win, data, peer), b.flush(win, peer)), count)
                 elif case == "get":
-                    result = timed(lambda: (b.get(win, data, 1), b.flush(win, 1)), count)
+                    result = timed(lambda: (b.get(win, data, peer), b.flush(win, peer)), count)
                 elif case == "accumulate":
-                    result = timed(lambda: (b.accumulate(win, data, 1), b.flush(win, 1)), count)
+                    result = timed(lambda: (b.accumulate(win, data, peer), b.flush(win, peer)), count)
                 else:  # bandwidth: WINDOW operations, then one flush
                     call = b.put if case == "put_bw" else b.get
 
                     def burst():
                         for _ in range(WINDOW):
-                            call(win, data, 1)
-                        b.flush(win, 1)
+                            call(win, data, peer)
+                        b.flush(win, peer)
 
                     result = size * WINDOW / timed(burst, max(5, count // WINDOW))
                 b.unlock_all(win)
@@ -307,24 +309,26 @@ def run_case(b, case: str, size: int) -> float | None:
         if origin:
             b.lock_all(win)
             if case == "fetch_and_op":
-                result = timed(lambda: (b.fetch_and_op(win, value, fetched, 1), b.flush(win, 1)), 1000)
+                result = timed(lambda: (b.fetch_and_op(win, value, fetched, peer), b.flush(win, peer)), 1000)
             else:
-                result = timed(lambda: (b.compare_and_swap(win, value, compare, fetched, 1), b.flush(win, 1)), 1000)
+                result = timed(
+                    lambda: (b.compare_and_swap(win, value, compare, fetched, peer), b.flush(win, peer)), 1000
+                )
             b.unlock_all(win)
     elif case == "fence_empty":
         b.fence(win)
         result = timed(lambda: b.fence(win), 1000)
     elif case == "fence_put":
         b.fence(win)
-        result = timed(lambda: (b.put(win, value, 1) if origin else None, b.fence(win)), 1000)
+        result = timed(lambda: (b.put(win, value, peer) if origin else None, b.fence(win)), 1000)
     elif case == "pscw_put":
 
         def epoch():
             if origin:
-                b.start(win, [1])
-                b.put(win, value, 1)
+                b.start(win, [peer])
+                b.put(win, value, peer)
                 b.complete(win)
-            else:
+            elif b.rank == peer:
                 b.post(win, [0])
                 b.wait(win)
 
@@ -341,8 +345,9 @@ def run_case(b, case: str, size: int) -> float | None:
 
 
 def wait_until_wake(b, win, count: int = 200) -> float | None:
-    """Median seconds from rank 0's put (then flush) to rank 1 to rank 1 seeing the value in a
-    wait: rank 1 is idle in it by then (2 ms later), as a worker waiting for work."""
+    """Median seconds from rank 0's put (then flush) to the peer to the peer seeing the value in
+    a wait: the peer is idle in it by then (2 ms later), as a worker waiting for work."""
+    peer = b.peer
     delays = []
     for step in range(count):
         value = step % 250 + 1
@@ -350,18 +355,18 @@ def wait_until_wake(b, win, count: int = 200) -> float | None:
         if b.rank == 0:
             time.sleep(0.002)
             b.lock_all(win)  # (shared: the polling target holds a shared lock of its own)
-            b.put(win, np.full(1, value, np.uint8), 1)
+            b.put(win, np.full(1, value, np.uint8), peer)
             sent = time.perf_counter()
-            b.flush(win, 1)
+            b.flush(win, peer)
             b.unlock_all(win)
-        elif b.rank == 1:
+        elif b.rank == peer:
             b.wait_value(win, value)
             seen = time.perf_counter()
         sent = b.bcast(sent if b.rank == 0 else None)
-        if b.rank == 1:
+        if b.rank == peer:
             delays.append(seen - sent)  # (one clock for both: CLOCK_MONOTONIC)
-    # Rank 1's median reaches rank 0 as a sum with rank 0's nothing.
-    return b.allreduce(statistics.median(delays) if b.rank == 1 else 0.0) if b.size > 1 else None
+    # The peer's median reaches rank 0 as a sum with rank 0's nothing.
+    return b.allreduce(statistics.median(delays) if b.rank == peer else 0.0) if b.size > 1 else None
 
 
 def communicator_case(b, case: str) -> float | None:
@@ -437,8 +442,10 @@ def main() -> None:
     parser.add_argument("--contended", action="store_true", help="only the contended fetch_and_op case")
     parser.add_argument("--communicator", action="store_true", help="only the communicator's cases")
     parser.add_argument("--collectives", action="store_true", help="only the buffer collectives' cases")
+    parser.add_argument("--sizes", help="the sizes of the latency and bandwidth cases (default: all of SIZES)")
     args = parser.parse_args()
     b = Rma() if args.backend == "rma" else Mpi4py()
+    b.peer = b.size // 2
     if args.collectives:
         for case in COLLECTIVE_CASES:
             for size in COLLECTIVE_SIZES:
@@ -462,13 +469,19 @@ def main() -> None:
             print(json.dumps({"case": "contended_fetch_and_op", "size": 8, "value": rate}), flush=True)
         return
     chosen = None if args.cases == "all" else set(args.cases.split(","))
+    sizes = [int(size) for size in args.sizes.split(",")] if args.sizes else SIZES
+    # Unmeasured, a first round trip: connections and the target's first wake-up are set-up,
+    # not the first case's latency.
+    run_case(b, "put", 8)
     for case in LATENCY_CASES + BANDWIDTH_CASES + SINGLE_CASES:
         if chosen is not None and case not in chosen:
             continue
-        for size in SIZES if case in LATENCY_CASES + BANDWIDTH_CASES else [8]:
+        for size in sizes if case in LATENCY_CASES + BANDWIDTH_CASES else [8]:
+            began = time.perf_counter()
             value = run_case(b, case, size)
             if b.rank == 0:
-                print(json.dumps({"case": case, "size": size, "value": value}), flush=True)
+                seconds = round(time.perf_counter() - began, 3)
+                print(json.dumps({"case": case, "size": size, "value": value, "seconds": seconds}), flush=True)
     sys.stdout.flush()
 
 

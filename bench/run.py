@@ -172,13 +172,13 @@ def memcpy_ceiling(sizes: list[int]) -> dict[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--repetitions", type=int, help="default: 5 (--hosts: 3)")
     parser.add_argument("--no-mpi", action="store_true", help="measure rma only")
     parser.add_argument(
         "--mpi",
         choices=sorted(MPI_SYSTEMS.values()),
         action="append",
-        help="only this MPI beside rma (repeatable; default: every one)",
+        help="only this MPI beside rma (repeatable; default: every one, and with --hosts MPICH only)",
     )
     parser.add_argument(
         "--hosts",
@@ -201,8 +201,9 @@ def main() -> None:
     if args.hosts:
         import across_hosts
 
-        across_hosts.main(args.repetitions, mpis=[] if args.no_mpi else args.mpi)
+        across_hosts.main(args.repetitions or 3, mpis=[] if args.no_mpi else args.mpi, baseline=args.baseline)
         return
+    args.repetitions = args.repetitions or 5
     RESULTS.mkdir(exist_ok=True)
 
     # Each system's jobs: the 2-rank cases, the contended case, the communicator at 2 and 4 ranks,
