@@ -266,9 +266,8 @@ def main(repetitions: int, mpis: list[str] | None = None, baseline: str | None =
                         if result["value"] is not None:
                             key = (per_host, result["case"], result["size"], name)
                             values.setdefault(key, []).append(result["value"])
-                say(
-                    f"repetition {repetition}/{repetitions}, {per_host} per host: done ({time.monotonic() - began:.0f} s)"
-                )
+                elapsed = time.monotonic() - began
+                say(f"repetition {repetition}/{repetitions}, {per_host} per host: done ({elapsed:.0f} s)")
     write_tables(values, names, repetitions, time.monotonic() - began)
 
 
