@@ -73,8 +73,9 @@ void FabricRoute::get(int target, void* out, const Region& region) {
 
 void FabricRoute::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
                              void* result, const Region& region) {
-  // Every accumulate travels as a message applied at the target with CPU atomics, so one
-  // mechanism serves every op and type.
+  // Every accumulate travels as a message that the target's service applies (one at a time,
+  // under the accumulate lock where ranks of its host map its memory), so one mechanism serves
+  // every op and type.
   auto kind = result ? window_wire::Kind::FetchAccumulate : window_wire::Kind::Accumulate;
   Bytes message = apply_request(kind, op, type, region);
   if (op != ReduceOp::NoOp) {
