@@ -16,8 +16,9 @@
 #                   as errors (./dev.sh test builds it too)
 #   ./dev.sh bench  install what is needed, then compare rma with mpi4py (bench/run.py), and
 #                   with another build of rma with --baseline PYTHON;
-#                   ./dev.sh bench --hosts: rma between two hosts of a namespace test bed, beside
-#                   a raw TCP ceiling (as root; bench/across_hosts.py)
+#                   ./dev.sh bench --hosts: rma and mpi4py + MPICH between two hosts of a
+#                   namespace test bed, 1 and 2 ranks per host, beside a raw TCP ceiling, in
+#                   about 5 minutes (as root; bench/across_hosts.py)
 #   ./dev.sh wheel  build dist/rma-*.whl: a manylinux wheel carrying Debian's libfabric for machines
 #                   that have none (./dev.sh test builds it and tests it where no libfabric,
 #                   compiler or header is visible)
