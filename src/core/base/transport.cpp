@@ -13,10 +13,17 @@ namespace rma {
 
 std::string Transport::without_own_rank(std::string text) const { return without_rank_mention(std::move(text), rank_); }
 
+void Transport::enter(std::atomic<int>& count) {
+  if (count.fetch_add(1, std::memory_order_relaxed) == 0)
+    callers_changed_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
 void Transport::leave(std::atomic<int>& count) {
   // (Sequentially consistent, as stand_back's flag and callers_serve_network: of this caller
   // and a sleeping engine, one sees the other.)
-  if (count.fetch_sub(1) == 1 && standing_back_.load()) release_stand_back();
+  if (count.fetch_sub(1) != 1) return;
+  callers_changed_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  if (standing_back_.load()) release_stand_back();
 }
 
 void Transport::release_stand_back() {
@@ -113,7 +120,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
             return false;
           },
           kBellCheck);
-      if (hand_back) polling_callers_.fetch_add(1, std::memory_order_relaxed);
+      if (hand_back) enter(polling_callers_);
       // Woken for the network: poll actively again, as the engine does. A peer's one-sided
       // write shows this rank no completion, yet needs several passes of its progress to land
       // (tcp reads it piece by piece), and the next one is likely on its way.

@@ -159,13 +159,18 @@ class Transport {
   // call's end would cost a busy rank more than the engine's timed sleeps.)
   void stand_back(std::chrono::milliseconds longest, const std::atomic<bool>& stopping);
   void release_stand_back();
+  // How long since a caller last came to serve the network with none serving, or the last left:
+  // long while one waits long, short while calls come and go.
+  Clock::duration callers_unchanged_for() const {
+    return Clock::now() - Clock::time_point(Clock::duration(callers_changed_.load(std::memory_order_relaxed)));
+  }
 
  private:
   // While one lives, its thread counts in `count` (waiting_callers_, polling_callers_).
   class Counting {
    public:
     Counting(Transport& transport, std::atomic<int>& count) : transport_(transport), count_(count) {
-      count_.fetch_add(1, std::memory_order_relaxed);
+      transport_.enter(count_);
     }
     ~Counting() { transport_.leave(count_); }
     Counting(const Counting&) = delete;
@@ -175,7 +180,10 @@ class Transport {
     Transport& transport_;
     std::atomic<int>& count_;
   };
-  // A caller stops counting in `count`; the last one wakes a progress engine standing back.
+  // A caller starts or stops counting in `count` (waiting_callers_, polling_callers_); the
+  // first to come and the last to leave note the time (callers_unchanged_for), and the last
+  // wakes a progress engine standing back.
+  void enter(std::atomic<int>& count);
   void leave(std::atomic<int>& count);
 
  public:
@@ -217,7 +225,8 @@ class Transport {
   std::atomic<int> polling_callers_{0};
   std::mutex stand_back_mutex_;  // orders a last caller's leaving against the engine's sleep
   std::condition_variable stand_back_changed_;
-  std::atomic<bool> standing_back_{false};  // the engine sleeps in stand_back()
+  std::atomic<bool> standing_back_{false};      // the engine sleeps in stand_back()
+  std::atomic<Clock::rep> callers_changed_{0};  // when, in Clock ticks (callers_unchanged_for)
 };
 
 }  // namespace rma

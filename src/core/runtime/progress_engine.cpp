@@ -1,7 +1,6 @@
 #include "runtime/progress_engine.hpp"
 
 #include <cstdio>
-#include <optional>
 
 namespace rma {
 
@@ -41,16 +40,13 @@ void ProgressEngine::run() {
   Backoff backoff(/*spin_us=*/5, /*yield_us=*/50, max_sleep_us_);
   Bell* bell = transport_.incoming_bell();
   auto last_activity = Clock::now();
-  std::optional<Clock::time_point> standing_back_since;  // callers have served the network since
   while (!stopping_.load(std::memory_order_acquire)) {
     if (transport_.callers_serve_network()) {
       // A caller polls for itself: every message is its to take (see polling_callers() and
-      // callers_serve_network()). Timed sleeps while calls come and go; once callers have
-      // served for long (one waits), asleep until the last one leaves: a wake-up per
-      // millisecond would be most of an idle waiting rank's CPU.
-      auto now = Clock::now();
-      if (!standing_back_since) standing_back_since = now;
-      if (now - *standing_back_since < kStandBackAwake) {
+      // callers_serve_network()). Timed sleeps while calls come and go (a wake-up at each
+      // call's end would cost more); once one caller has served for long (it waits), asleep
+      // until the last leaves: a wake-up per millisecond would be most of that idle rank's CPU.
+      if (transport_.callers_unchanged_for() < kStandBackAwake) {
         std::this_thread::sleep_for(std::chrono::microseconds(max_sleep_us_));
       } else {
         transport_.stand_back(kDozeLongest, stopping_);
@@ -59,7 +55,6 @@ void ProgressEngine::run() {
       last_activity = Clock::now();
       continue;
     }
-    standing_back_since.reset();
     if (progress()) {
       backoff.reset();
       last_activity = Clock::now();

@@ -29,7 +29,8 @@ class ProgressEngine {
   bool progress();                     // one pass; errors are reported once, not thrown
   Clock::duration doze_after() const;  // idle this long, it dozes on the bell
   static constexpr std::chrono::milliseconds kDozeAfter{20}, kDozeLongest{100};
-  // Callers serving the network this long, the engine stops its timed sleeps (stand_back).
+  // Callers serving the network, and none come or gone for this long (one waits long): the
+  // engine stops its timed sleeps (stand_back).
   static constexpr std::chrono::milliseconds kStandBackAwake{20};
   // Past the spinning and yielding of its backoff (Transport::doze_promptly).
   static constexpr std::chrono::microseconds kDozePromptlyAfter{60};
