@@ -375,6 +375,45 @@ def test_ranks_waiting_for_other_hosts_leave_the_machine_idle(bed, waiting_in):
             assert share < 1.0, f"rank {rank}: {out}"
 
 
+ANSWERED_ASLEEP = """
+import time, numpy as np, rma
+comm = rma.init()
+win = rma.Window.allocate(comm, 1, np.int64)
+comm.barrier()
+if comm.rank == 0:
+    time.sleep(0.5)  # rank 1 has long been asleep in its receive
+    slowest = 0.0
+    with win.lock_all():
+        for _ in range(20):
+            began = time.monotonic()
+            fetched = np.zeros(1, np.int64)
+            win.fetch_and_op(np.int64(1), fetched, 1)
+            win.flush(1)
+            slowest = max(slowest, time.monotonic() - began)
+            time.sleep(0.02)  # (long enough for rank 1 to fall asleep again)
+    comm.send("done", 1)
+    print(f"slowest {slowest * 1e3:.1f} ms", flush=True)
+else:
+    assert comm.recv(0) == "done"
+comm.barrier()
+if comm.rank == 1:
+    assert win.local[0] == 20
+win.free()
+"""
+
+
+def test_a_rank_asleep_in_a_call_answers_other_hosts_at_once(bed):
+    # Rank 1 waits in comm.recv, asleep on its bell; its progress engine stands back meanwhile
+    # (the waiting thread serves the network). So the waiting thread arms the fabric's watcher
+    # itself, which wakes it when rank 0's request comes: 1-5 ms at worst here. Unarmed, the
+    # request waited for the sleep's periodic check (Transport::kBellCheck, 100 ms).
+    ranks = Job(bed, 2, [sys.executable, "-c", ANSWERED_ASLEEP]).outcome(timeout=60)
+    for rank, (status, out, err) in enumerate(ranks):
+        assert status == 0, f"rank {rank}: {err}"
+    slowest = float(re.search(r"slowest (\d+\.\d+) ms", ranks[0][1]).group(1))
+    assert slowest < 50, ranks[0][1]
+
+
 def test_a_bad_fabric_sleep_setting_is_refused(bed):
     ranks = Job(bed, 2, [sys.executable, "-c", "import rma; rma.init()"], env={"RMA_FABRIC_SLEEP": "yes"})
     for status, _, err in ranks.outcome(timeout=60):
