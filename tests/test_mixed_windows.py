@@ -408,7 +408,7 @@ def test_a_rank_asleep_in_a_call_answers_other_hosts_at_once(bed):
     # itself, which wakes it when rank 0's request comes: 1-5 ms at worst here. Unarmed, the
     # request waited for the sleep's periodic check (Transport::kBellCheck, 100 ms).
     ranks = Job(bed, 2, [sys.executable, "-c", ANSWERED_ASLEEP]).outcome(timeout=60)
-    for rank, (status, out, err) in enumerate(ranks):
+    for rank, (status, _, err) in enumerate(ranks):
         assert status == 0, f"rank {rank}: {err}"
     slowest = float(re.search(r"slowest (\d+\.\d+) ms", ranks[0][1]).group(1))
     assert slowest < 50, ranks[0][1]
