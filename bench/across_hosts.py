@@ -8,7 +8,8 @@ times and interleaved: a plain socket ping-pong (8 B) and stream between the hos
 bench/cases.py with 1 and with 2 ranks on each host, for rma (started as a cluster's launcher
 starts them; `--baseline PYTHON` adds another build's rma as "rma before") and for each MPI
 (its own launcher, reaching the hosts through `testbed.py rsh`; MPICH over libfabric's tcp as
-rma, Open MPI over its tcp BTL with `--mpi openmpi`: its job takes 25 minutes). It writes
+rma, Open MPI over its tcp BTL with `--mpi openmpi`: its job would take 25 minutes, and is cut
+after JOB_SECONDS, keeping the cases it finished). It writes
 bench/results/across_hosts.md: per layout, each case's median per system, the ceiling the
 network allows, and the ratios.
 
@@ -253,9 +254,8 @@ def main(repetitions: int, mpis: list[str] | None = None, baseline: str | None =
             script.write(f'#!/bin/sh\nexec "{sys.executable}" "{HERE.parent / "tests" / "testbed.py"}" rsh "$@"\n')
         os.chmod(rsh, 0o755)
         for repetition in range(1, repetitions + 1):
-            for name, results in [("TCP", tcp_ceiling(bed))]:
-                for result in results:
-                    values.setdefault((0, result["case"], result["size"], name), []).append(result["value"])
+            for result in tcp_ceiling(bed):
+                values.setdefault((0, result["case"], result["size"], "TCP"), []).append(result["value"])
             for per_host in PER_HOST:
                 ranks = per_host * len(bed.hosts)
                 runs = [(name, rma_cases(bed, ranks, python)) for name, python in builds.items()]

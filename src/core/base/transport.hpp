@@ -141,7 +141,8 @@ class Transport {
   // meanwhile: its wake-ups would only take CPU from them (two per message when it does).
   int waiting_callers() const noexcept { return waiting_callers_.load(std::memory_order_relaxed); }
   // Callers inside wait_until now that poll the transport themselves in their done() (a
-  // communicator's receive) and are not asleep: the progress engine leaves every message to
+  // communicator's receive) and are not asleep (across hosts, asleep too: the fabric's watcher
+  // wakes them, see wait_until's serves_asleep): the progress engine leaves every message to
   // them meanwhile, rather than taking some first and spinning after them (on a host with as
   // many busy threads as cores, that spinning took the CPU the ranks needed).
   int polling_callers() const noexcept { return polling_callers_.load(std::memory_order_relaxed); }
