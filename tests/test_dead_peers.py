@@ -161,12 +161,18 @@ HOLDER = """
     win = rma.Window.allocate(comm, 1, np.int64)
     if comm.rank == comm.size - 1:
         win.lock(0)
+        # (Through libfabric the request rides the epoch's first call: held once it completed.)
+        win.get(np.zeros(1, np.int64), 0)
+        win.flush(0)
 """
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_a_dead_holder_ends_the_waits_for_its_lock(size):
-    assert_death_ends(HOLDER, "win.lock(0)", size, named="lock to rank 0")
+    # Rank 0 waits in its own lock; the others, through libfabric, in the flush of the call
+    # that their request rode (on shared memory, in lock).
+    call = "win.lock(0); win.put(np.ones(1, np.int64), 0); win.flush(0)"
+    assert_death_ends(HOLDER, call, size, named="exclusive lock on rank 0")
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -184,7 +190,7 @@ def test_a_dead_holder_ends_counter_next(size):
     setup = """
         counter = rma.sync.Counter(comm, root=0)
         if comm.rank == comm.size - 1:
-            counter._window.lock(0)  # exclusive: next() waits for it
+            counter._window._lock_at_once(0)  # exclusive, held: next() waits for it
     """
     assert_death_ends(setup, "counter.next()", size)
 

@@ -55,8 +55,12 @@ WINDOW = "win = rma.Window.allocate(comm, 4, np.int64)"
 LOCKED_ON_VICTIM = WINDOW + "\nif comm.rank != V: win.lock(V, rma.LOCK_SHARED)"
 ONE = "np.ones(1, np.int64)"
 RESULT = "np.zeros(1, np.int64)"
-# The victim holds rank 0's exclusive lock when it dies; the waiters queue for it.
-HOLDER = WINDOW + "\nif comm.rank == V: win.lock(0)"
+# The victim holds rank 0's exclusive lock when it dies; the waiters queue for it. (A lock on
+# another rank through libfabric rides the epoch's first call: it is held once that completed.)
+HOLDER = WINDOW + "\nif comm.rank == V: win.lock(0); win.get(np.zeros(1, np.int64), 0); win.flush(0)"
+# What waits for that lock: the lock itself on shared memory (and rank 0's own), else the call
+# that its request rode (the flush waits for the put's reply, which comes after the grant).
+QUEUED = "; win.put(np.ones(1, np.int64), 0); win.flush(0)"
 MUTEX_HELD = "mutex = rma.sync.Mutex(comm)\nif comm.rank == V: mutex.acquire()"
 
 
@@ -102,9 +106,14 @@ CALLS = [
         setup=WINDOW,
     ),
     # ---- passive target: the victim holds a lock the waiters want ----
-    Call("lock held by the victim", "win.lock(0)", r"win\.lock to rank 0", setup=HOLDER),
-    Call("shared lock held by the victim", "win.lock(0, rma.LOCK_SHARED)", r"win\.lock to rank 0", setup=HOLDER),
-    Call("lock_all with the victim holding one", "win.lock_all()", r"win\.lock_all", setup=HOLDER),
+    Call("lock held by the victim", "win.lock(0)" + QUEUED, r"win\.(lock|flush) to rank 0", setup=HOLDER),
+    Call(
+        "shared lock held by the victim",
+        "win.lock(0, rma.LOCK_SHARED)" + QUEUED,
+        r"win\.(lock|flush) to rank 0",
+        setup=HOLDER,
+    ),
+    Call("lock_all with the victim holding one", "win.lock_all()" + QUEUED, r"win\.(lock_all|flush)", setup=HOLDER),
     Call("Mutex.acquire held by the victim", "mutex.acquire()", r"win\.lock ", setup=MUTEX_HELD),
     Call(
         "Mutex.acquire(blocking=False) held by the victim",
@@ -115,8 +124,8 @@ CALLS = [
     Call(
         "Counter.next with the victim holding its lock",
         "counter.next()",
-        r"win\.lock ",
-        setup="counter = rma.sync.Counter(comm, root=0)\nif comm.rank == V: counter._window.lock(0)",
+        r"win\.(lock|unlock) ",
+        setup="counter = rma.sync.Counter(comm, root=0)\nif comm.rank == V: counter._window._lock_at_once(0)",
     ),
     # ---- passive target: calls aimed at the victim ----
     Call("lock of the victim", repeat("win.lock(V); win.unlock(V)"), r"win\.(lock|unlock) to rank \d", setup=WINDOW),

@@ -9,7 +9,8 @@ from a rank is trusted further than the checks that read it.
   outsider's operations must fail, the job must go on with exact results, and the rank must
   have counted the frames it dropped unread.
 - A rank of the job sends a malformed frame or message (an offset that wraps around 2^64, an
-  apply request shorter than its region, a header that names another rank): the receiver must
+  apply request shorter than its region, a header that names another rank, more calls after a
+  lock request than may come before its grant): the receiver must
   end the calls that wait for that rank with PeerError naming it, not crash, not hang, and not
   change a byte of the window.
 
@@ -181,6 +182,8 @@ import time
 kind = {kind!r}
 win = rma.Window.allocate(comm, 64, np.uint8)
 win.local[:] = 7
+if kind == "calls beyond a lock's ride" and comm.rank == 1:
+    win.lock(1)  # its own window's lock, held: rank 0's request waits behind it
 started = time.monotonic()
 try:
     # (Rank 1 may still be in the barrier when rank 0's frame comes: it ends there then.)
@@ -192,6 +195,12 @@ try:
         elif kind == "short apply":
             # A window-copy request for 64 bytes that carries none (numbered as any message is).
             runtime._send_message(1, 10, copy_request(win._core.id, 0, 64, b""))
+        elif kind == "calls beyond a lock's ride":
+            # A lock request, then one call more than may ride it before its grant (handlers
+            # 16 and 10; tests/test_lock_rides.py for the calls that may).
+            runtime._send_message(1, 16, win._core.id.to_bytes(4, "little") + bytes([1, 0]))
+            for _ in range(9):
+                runtime._send_message(1, 10, copy_request(win._core.id, 0, 64, b"\\xee" * 64))
         elif kind == "another rank's name":
             runtime._send_frame_as_is(1, header(comm.size - 1, 1, 0, 0, 8) + bytes(8))
     # Rank 1 waits for rank 0, which it no longer trusts; the others for rank 1, which ends
@@ -204,12 +213,16 @@ os._exit(0)
 """
 
 
-@pytest.mark.parametrize("kind", ["wrapping offset", "short apply", "another rank's name"])
+@pytest.mark.parametrize(
+    "kind", ["wrapping offset", "short apply", "another rank's name", "calls beyond a lock's ride"]
+)
 @pytest.mark.parametrize("transport,provider", [("shared-memory", "shm"), ("libfabric", "shm"), ("libfabric", "tcp")])
 @pytest.mark.parametrize("size", [2, 3])
 def test_a_malformed_frame_from_a_rank_ends_its_trust_with_peer_error(outsider, kind, transport, provider, size):
     if kind == "another rank's name" and (transport, provider) == ("libfabric", "shm"):
         pytest.skip("the shm provider cannot tell a message's source: its header is believed (one host only)")
+    if kind == "calls beyond a lock's ride" and (transport, provider) != ("libfabric", "tcp"):
+        pytest.skip("locks ride calls only to ranks reached through libfabric (tcp: a rank of another host)")
     env = {"RMA_TRANSPORT": transport, "RMA_PROVIDER": provider, "RMA_TIMEOUT": "30"}
     code = PROLOGUE.format(outsider=outsider) + FRAMES + MALFORMED.format(kind=kind)
     results = run_job(code, size, env, timeout=120)

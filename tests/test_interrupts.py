@@ -51,6 +51,15 @@ def test_sigint_interrupts_a_call_blocked_inside_rma():
     assert "[0] interrupted True" in out.stdout and "[1] got go" in out.stdout
 
 
+# An epoch on rank 1's window, which rank 1 holds locked: on shared memory it waits in lock;
+# through libfabric the lock rides the accumulate, and it waits in unlock (its epoch stays open
+# when interrupted there, and the program unlocks again once rank 1 released). One line: the
+# programs below put it in their own indentation.
+LOCKED_CALL = (
+    'stage = "lock"; win.lock(1); stage = "unlock"; win.accumulate(np.ones(1, np.int64), 1, 0, rma.SUM); win.unlock(1)'
+)
+
+
 @pytest.mark.parametrize("blocked_in", ["wait", "lock"])
 def test_sigint_interrupts_a_window_wait(blocked_in):
     # A window's waits (a futex on shared memory, the fabric through libfabric): a SIGINT must
@@ -62,6 +71,7 @@ def test_sigint_interrupts_a_window_wait(blocked_in):
         if comm.rank == 1:
             win.lock(1)  # held until rank 0 was interrupted
         comm.barrier()
+        stage = None
         if comm.rank == 0:
             threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
             began = time.monotonic()
@@ -69,7 +79,7 @@ def test_sigint_interrupts_a_window_wait(blocked_in):
                 if "{blocked_in}" == "wait":
                     win.post([1]); win.wait()  # rank 1 never starts
                 else:
-                    win.lock(1)
+                    {LOCKED_CALL}
             except KeyboardInterrupt:
                 print("interrupted", time.monotonic() - began < 5)
             comm.send("go", 1)
@@ -79,8 +89,11 @@ def test_sigint_interrupts_a_window_wait(blocked_in):
             print("unlocked")
         comm.barrier()
         if comm.rank == 0 and "{blocked_in}" == "lock":
+            if stage == "unlock":
+                win.unlock(1)  # interrupted in unlock, its epoch open: again, once rank 1 released
             with win.lock(1):  # the interrupted request left the queue
-                print("relocked")
+                win.accumulate(np.ones(1, np.int64), 1, 0, rma.SUM)
+            print("relocked")
     """
     out = rmarun(2, code, timeout=60)
     assert "[0] interrupted True" in out.stdout, out.stdout + out.stderr
@@ -204,6 +217,7 @@ CHAIN = """
 
     comm = rma.init()
     win = rma.Window.allocate(comm, 1, np.int64)
+    stage = None
     if comm.rank == 1:
         win.lock(1)  # held until rank 0 was interrupted
     comm.barrier()
@@ -218,7 +232,7 @@ CHAIN = """
         began = time.monotonic()
         try:
             if "{blocked_in}" == "lock":
-                win.lock(1)
+                {LOCKED_CALL}
             else:
                 win.wait_until(0, "==", 1)  # nobody puts
         except expected:
@@ -229,8 +243,11 @@ CHAIN = """
         win.unlock(1)
     comm.barrier()
     if comm.rank == 0:
+        if stage == "unlock":
+            win.unlock(1)  # interrupted in unlock, its epoch open: again, once rank 1 released
         with win.lock(1):  # the interrupted request left no lock behind
-            print("relocked", flush=True)
+            win.accumulate(np.ones(1, np.int64), 1, 0, rma.SUM)
+        print("relocked", flush=True)
     win.free()
 """
 
@@ -238,7 +255,7 @@ CHAIN = """
 @pytest.mark.parametrize("blocked_in", ["lock", "wait_until"])
 @pytest.mark.parametrize("replaced_by", ["signal.signal", "asyncio.run"])
 def test_sigint_still_interrupts_after_the_handler_was_replaced(replaced_by, blocked_in):
-    code = CHAIN.format(replaced_by=replaced_by, blocked_in=blocked_in)
+    code = CHAIN.format(replaced_by=replaced_by, blocked_in=blocked_in, LOCKED_CALL=LOCKED_CALL)
     out = rmarun(2, code, timeout=60, env={**os.environ, "RMA_TIMEOUT": "30"})
     assert out.returncode == 0, out.stdout + out.stderr
     (interrupted,) = [line for line in lines_of(out.stdout, 0) if line.startswith("interrupted")]

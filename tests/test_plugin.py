@@ -742,7 +742,9 @@ def test_overhead_of_many_small_tests(project):
     result, elapsed = project.run()
     result.assert_outcomes(passed=30)
     print(f"30 tests at nprocs=2: {elapsed:.2f} s for the whole inner session")
-    assert elapsed < 10, elapsed
+    # A job started per test would take 30 x 2-3 s; one job for all of them takes 4-9 s here,
+    # and up to 13 s while other passes load the 2 cores (CI): the bound catches the first.
+    assert elapsed < 20, elapsed
 
 
 def test_no_resource_warnings_or_leftovers(project, monkeypatch):

@@ -101,6 +101,10 @@ IN_FLIGHT = """
     pids = comm.allgather(os.getpid())  # (a barrier too: rank 1's memory is ready)
     if comm.rank == 0:
         win.lock(1, rma.LOCK_SHARED)
+        # (Granted before rank 1 stops: through libfabric the request rides the epoch's first
+        # call, and a native write waits for the grant, which a stopped rank never sends.)
+        win.get(np.zeros(1), 1)
+        win.flush(1)
         os.kill(pids[1], signal.SIGSTOP)
         while open(f"/proc/{{pids[1]}}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
             time.sleep(0.001)

@@ -56,7 +56,9 @@ class Mutex:
         if self._held:
             raise RuntimeError("rma.sync.Mutex.acquire: this rank already holds the mutex")
         if blocking:
-            self._window.lock(0, LOCK_EXCLUSIVE)
+            # (Not win.lock: on another host that returns before the grant, which rides the
+            # epoch's first call, and a mutex's epoch makes none.)
+            self._window._lock_at_once(0, LOCK_EXCLUSIVE)
             self._held = True
         else:
             self._held = self._window._try_lock(0, LOCK_EXCLUSIVE)

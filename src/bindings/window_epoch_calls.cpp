@@ -56,6 +56,7 @@ constexpr Parameters kPost{"post", {kGroup, kModeFlags}, 2};
 constexpr Parameters kStart{"start", {kGroup, kModeFlags}, 2};
 constexpr Parameters kLock{"lock", {kRank, {"lock_type", "rma.LockType.EXCLUSIVE"}, kModeFlags}, 3};
 constexpr Parameters kTryLock{"_try_lock", {kRank, {"lock_type"}}, 2};
+constexpr Parameters kLockAtOnce{"_lock_at_once", {kRank, {"lock_type", "rma.LockType.EXCLUSIVE"}}, 2};
 constexpr Parameters kUnlock{"unlock", {kRank}, 1};
 constexpr Parameters kFlush{"flush", {kRank}, 1};
 constexpr Parameters kFlushLocal{"flush_local", {kRank}, 1};
@@ -226,22 +227,28 @@ void checked_grant(CheckState* check, Step&& step, Release&& release) {
   }
 }
 
-PyObject* lock(WindowObject* self, PyObject** slot) {
+// win.lock, or win._lock_at_once (at_once: the lock is held when it returns, even on a rank
+// of another host, whose lock otherwise rides the epoch's first call: rma.sync.Mutex).
+PyObject* lock_with(WindowObject* self, PyObject** slot, bool at_once) {
   check_open(self, "lock");
   int rank = rank_of(self, slot[0], "lock", "rank", false);
   TracedCall::note(core_of(self).job_rank(rank), 0);
   int type = lock_type_of(slot[1], "lock");
-  long mode = mode_of(slot[2], "lock");
+  long mode = at_once ? 0 : mode_of(slot[2], "lock");
   check_locks(self, "lock");
   bool exclusive = type == rma::kLockExclusive;
   CheckState* check = state_of(self).check.get();
   released([&] {
-    core_of(self).lock(rank, type, static_cast<int>(mode));
+    // RMA_CHECK's step reads the clock the last holder left: the lock must be held by then.
+    core_of(self).lock(rank, type, static_cast<int>(mode), at_once || check != nullptr);
     checked_grant(check, [&](CallSteps& state) { state.locked(rank, exclusive); }, [&] { core_of(self).unlock(rank); });
   });
   if (interrupted_as_granted([&] { return window_calls::unlock(self, rank); })) return nullptr;
   return new_epoch(reinterpret_cast<PyObject*>(self), EpochKind::Lock, rank);
 }
+
+PyObject* lock(WindowObject* self, PyObject** slot) { return lock_with(self, slot, false); }
+PyObject* lock_at_once(WindowObject* self, PyObject** slot) { return lock_with(self, slot, true); }
 
 PyObject* try_lock(WindowObject* self, PyObject** slot) {
   check_open(self, "lock");
@@ -267,7 +274,7 @@ PyObject* lock_all(WindowObject* self, PyObject** slot) {
   check_locks(self, "lock_all");
   CheckState* check = state_of(self).check.get();
   released([&] {
-    core_of(self).lock_all(static_cast<int>(mode));
+    core_of(self).lock_all(static_cast<int>(mode), check != nullptr);  // (as lock's step needs)
     checked_grant(check, [](CallSteps& state) { state.locked_all(); }, [&] { core_of(self).unlock_all(); });
   });
   if (interrupted_as_granted([&] { return window_calls::unlock_all(self); })) return nullptr;
@@ -333,6 +340,8 @@ const MethodSpec epoch_methods[] = {
     RMA_METHOD0(flush_local_all, flush_local_all, window_docs::flush_local_all),
     RMA_METHOD0(sync, sync, window_docs::sync),
     RMA_METHOD(kTryLock, try_lock, "Lock rank only if that can be done at once; say whether it was (rma.sync.Mutex)."),
+    RMA_METHOD(kLockAtOnce, lock_at_once,
+               "Lock rank and return once the lock is held, even on another host (rma.sync.Mutex)."),
 };
 
 #undef RMA_METHOD

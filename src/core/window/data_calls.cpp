@@ -67,6 +67,15 @@ void Window::await_post(int target, const char* call) {
   epochs_.post_matched(target);
 }
 
+bool Window::lock_may_ride(int target) const {
+  return message_sync_ != nullptr && target != rank() && routes_[target] == fabric_.get();
+}
+
+void Window::ride_lock(int target, bool native, const char* call) {
+  if (message_sync_ == nullptr || !message_sync_->lock_ungranted(target)) return;
+  if (int type = message_sync_->before_call(target, native, call)) fabric_->carry_lock(target, type);
+}
+
 void Window::check_dead(const char* call, int target) const {
   Runtime& runtime = comm_->runtime();
   runtime.transport().peers().check(comm_->members()[target], runtime.rank(), epochs_.where(call, target));
@@ -81,11 +90,15 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
 // ---- the general calls ----
 
 void Window::put(int target, const void* data, const Region& region, const char* call) {
-  if (admit(call, target, region)) routes_[target]->put(target, data, region);
+  if (!admit(call, target, region)) return;
+  ride_lock(target, fabric_->native(region), call);
+  routes_[target]->put(target, data, region);
 }
 
 void Window::get(int target, void* out, const Region& region, const char* call) {
-  if (admit(call, target, region)) routes_[target]->get(target, out, region);
+  if (!admit(call, target, region)) return;
+  ride_lock(target, fabric_->native(region), call);
+  routes_[target]->get(target, out, region);
 }
 
 void Window::accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region,
@@ -99,7 +112,9 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
     throw ArgumentTypeError("rma: " + epochs_.where(call, target) + ": " + describe(op) + " does not apply to " +
                             describe(type));
   }
-  if (admit(call, target, region)) routes_[target]->accumulate(call, target, op, type, data, result, region);
+  if (!admit(call, target, region)) return;
+  ride_lock(target, false, call);  // (every accumulate to a fabric target is a message)
+  routes_[target]->accumulate(call, target, op, type, data, result, region);
 }
 
 void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
@@ -112,6 +127,7 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
   if (region.elements() != 1) {
     throw UsageError("rma: " + epochs_.where(call, target) + ": exactly one element");
   }
+  ride_lock(target, false, call);
   routes_[target]->compare_and_swap(target, type, data, compare, result, region);
 }
 

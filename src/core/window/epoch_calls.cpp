@@ -59,9 +59,15 @@ void Window::complete_target(int target, const char* call) {
     Transport& transport = comm_->runtime().transport();
     Deadline deadline = comm_->runtime().deadline();
     if (!immediate) transport.flush(comm_->members()[target], deadline);
-    std::vector<int> watch{comm_->members()[target]};
+    // Calls that rode a lock request wait at the target for its grant, which a holder that
+    // died would never give (any rank of the window may hold it: MessageSync::await_grant).
+    bool riding = message_sync_ != nullptr && message_sync_->lock_ungranted(target);
+    std::vector<int> watch = riding ? comm_->members() : std::vector<int>{comm_->members()[target]};
     transport.wait_until([&] { return fabric_->outstanding_to(target) == 0; }, deadline, watch,
-                         [&] { return epochs_.where(call, target) + " (waiting for its calls to complete)"; });
+                         [&] {
+                           if (riding) return message_sync_->riding_wait(target, call);
+                           return epochs_.where(call, target) + " (waiting for its calls to complete)";
+                         });
   }
   sync_->wake(target);
 }
@@ -196,7 +202,7 @@ void Window::sync() {
 
 // ---- passive target ----
 
-void Window::lock(int target, int type, int mode) {
+void Window::lock(int target, int type, int mode, bool at_once) {
   bool fence_was_open = epochs_.fence_open();
   epochs_.before_lock("lock", target, type);
   trace_fence_closed(fence_was_open);
@@ -204,6 +210,9 @@ void Window::lock(int target, int type, int mode) {
   if (mode & kModeNoCheck) {
     // The caller promises no conflicting lock exists: no message, no queue.
     epochs_.locked(target, type, true);
+  } else if (!at_once && lock_may_ride(target)) {
+    message_sync_->defer_lock(target, type);
+    epochs_.locked(target, type, false);
   } else if (sync_->lock(target, type, false, "lock")) {
     epochs_.locked(target, type, false);
   }
@@ -242,7 +251,7 @@ void Window::unlock(int target) {
   fabric_->raise_refusal();
 }
 
-void Window::lock_all(int mode) {
+void Window::lock_all(int mode, bool at_once) {
   bool fence_was_open = epochs_.fence_open();
   epochs_.before_lock_all();
   trace_fence_closed(fence_was_open);
@@ -250,7 +259,12 @@ void Window::lock_all(int mode) {
     try {
       for (int target = 0; target < size(); ++target) {
         check_alive("lock_all", target);
-        if (sync_->lock(target, kLockShared, false, "lock_all")) epochs_.locked(target, kLockShared, false);
+        if (!at_once && lock_may_ride(target)) {
+          message_sync_->defer_lock(target, kLockShared);
+          epochs_.locked(target, kLockShared, false);
+        } else if (sync_->lock(target, kLockShared, false, "lock_all")) {
+          epochs_.locked(target, kLockShared, false);
+        }
       }
     } catch (...) {
       // Give back the locks already taken: the epoch did not open.

@@ -39,6 +39,13 @@ bool LockQueue::withdraw(int origin) {
   return false;
 }
 
+bool LockQueue::waiting(int origin) const {
+  for (uint32_t i = 0; i < count_; ++i) {
+    if (static_cast<int>(entries()[(head_ + i) % capacity_] >> 1) == origin) return true;
+  }
+  return false;
+}
+
 void LockQueue::release(int origin) {
   if (exclusive_ == origin + 1) {
     exclusive_ = 0;

@@ -29,6 +29,9 @@ class LockQueue {
   bool enqueue(int origin, int type);
   // Removes origin's waiting request; false if it is not waiting (granted meanwhile).
   bool withdraw(int origin);
+  // Whether any request waits; whether origin's does.
+  bool any_waiting() const { return count_ > 0; }
+  bool waiting(int origin) const;
   // origin stops holding its lock.
   void release(int origin);
   // Grants what can be granted now, in order, calling granted(origin) for each.

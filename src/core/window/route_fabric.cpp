@@ -5,6 +5,7 @@
 #include "base/errors.hpp"
 #include "base/wire.hpp"
 #include "runtime/runtime.hpp"
+#include "window/sync_strategy.hpp"
 #include "window/window.hpp"  // the window message ids
 
 namespace rma {
@@ -34,7 +35,8 @@ FabricRoute::FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window,
       one_sided_(comm_->runtime().transport().one_sided()),
       where_(std::move(where)),
       known_attachments_(peers.size()),
-      outstanding_to_(new std::atomic<int64_t>[peers.size()]) {
+      outstanding_to_(new std::atomic<int64_t>[peers.size()]),
+      carry_(peers.size(), 0) {
   for (size_t r = 0; r < peers.size(); ++r) outstanding_to_[r] = 0;
 }
 
@@ -110,15 +112,28 @@ void FabricRoute::send_request(const char* call, uint16_t handler, int target, c
                                size_t reply_bytes, bool attachments) {
   uint64_t request;
   std::memcpy(&request, message.data() + 4, sizeof request);
+  uint8_t lock_type = std::exchange(carry_[target], 0);
   {
     // Recorded before sending: the reply may come before send() returns.
     std::lock_guard lock(pending_mutex_);
-    pending_[request] = Pending{reply_to, reply_bytes, target, call};
+    pending_[request] = Pending{reply_to, reply_bytes, target, call, lock_type != 0};
     if (attachments) attachment_requests_.insert(request);
   }
   ++outstanding_;
   ++outstanding_to_[target];
   try {
+    if (lock_type != 0) {
+      // What Window::serve_locked_call parses: the window, the lock's type, the call's handler,
+      // then the call's own message.
+      Bytes locked;
+      locked.reserve(7 + message.size());
+      wire::append<uint32_t>(locked, window_);
+      wire::append<uint8_t>(locked, lock_type);
+      wire::append<uint16_t>(locked, handler);
+      locked.insert(locked.end(), message.begin(), message.end());
+      comm_->runtime().transport().send(comm_->members()[target], kWindowLockedCall, locked);
+      return;
+    }
     comm_->runtime().transport().send(comm_->members()[target], handler, message);
   } catch (...) {
     std::lock_guard lock(pending_mutex_);
@@ -188,6 +203,8 @@ void FabricRoute::take_reply(std::span<const std::byte> message, size_t position
   if (!refused && pending.out != nullptr && length == pending.bytes && length > 0) {
     std::memcpy(pending.out, message.data() + position, length);
   }
+  // (The target serves a call that carried its lock request only once it granted the lock.)
+  if (pending.carried_lock && grants_to_ != nullptr) grants_to_->grant_arrived(pending.target, 1);
   --outstanding_to_[pending.target];
   --outstanding_;
 }

@@ -21,6 +21,8 @@
 
 namespace rma {
 
+class MessageSync;
+
 // The wire format shared by the origin (FabricRoute) and the target (Window::serve_*).
 namespace window_wire {
 enum class Kind : uint8_t { Copy, Accumulate, FetchAccumulate, CompareSwap };  // of an apply request
@@ -45,6 +47,13 @@ class FabricRoute final : public Route {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                         const Region& region) override;
 
+  // Whether a put or get of region is a one-sided fabric write or read (else a message).
+  bool native(const Region& region) const;
+
+  // The next request to target carries a lock request of type (MessageSync::before_call): it
+  // travels as kWindowLockedCall, and its reply grants the lock.
+  void carry_lock(int target, int type) { carry_[target] = static_cast<uint8_t>(type); }
+
   // Whether it moves data with the fabric's write and read (else only messages, through the
   // inboxes of a job on one host that opened no endpoint: Transport::one_sided).
   bool one_sided() const noexcept { return one_sided_; }
@@ -58,7 +67,10 @@ class FabricRoute final : public Route {
   int64_t outstanding_to(int target) const noexcept { return outstanding_to_[target].load(); }
   // The origin side of a reply (the progress engine's thread): stores its data, ends the request.
   // RmaError for a reply nobody waits for.
+  // A reply to a request that carried a lock request is that lock's grant, told to `sync`
+  // (the window's MessageSync) before the request counts as answered.
   void take_reply(std::span<const std::byte> message, size_t position);
+  void grants_to(MessageSync* sync) { grants_to_ = sync; }
   // RangeError if a target refused a request since the last call (memory detached meanwhile).
   void raise_refusal();
 
@@ -68,12 +80,12 @@ class FabricRoute final : public Route {
     size_t bytes;
     int target;
     const char* call;
+    bool carried_lock = false;  // its message carried target's lock request
   };
   using Attachments = std::vector<std::pair<uint64_t, uint64_t>>;  // (address, bytes)
   // Contiguous transfers from this size on use native RMA (where the transport has it: not in
   // a job on one host that opened no libfabric endpoint); smaller ones travel as messages.
   static constexpr uint64_t kNativeMinimumBytes = 16 * 1024;
-  bool native(const Region& region) const;
   uint64_t new_request() { return next_request_++; }
   Bytes apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region);
   // Records the request (its reply goes to reply_to), then sends it; nothing recorded if the
@@ -96,6 +108,8 @@ class FabricRoute final : public Route {
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> outstanding_{0};
   std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
+  std::vector<uint8_t> carry_;  // per target: the lock type the next request carries (caller's thread)
+  MessageSync* grants_to_ = nullptr;
 };
 
 }  // namespace rma

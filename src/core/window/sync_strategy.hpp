@@ -112,16 +112,62 @@ class MessageSync final : public Sync {
   // A wait_until polls through libfabric: the data of a one-sided write lands unannounced.
   void wake(int) override {}
   bool lock(int target, int type, bool try_only, const char* call) override;
+  // Gives back the lock; a deferred lock never requested sends nothing, one requested waits
+  // for its grant first.
   void unlock(int target) override;
+
+  // A lock that rides the epoch's first call (a target on another host, Window::lock): lock()
+  // sends nothing; the request leaves with the first call to target (before_call), so that
+  // lock + put + unlock costs one round trip and one message instead of two round trips, and
+  // an epoch with no call to target costs no message at all (as MPICH does; MPI's lock protects
+  // the epoch's calls, which cannot reach the target before the grant).
+  void defer_lock(int target, int type) { riding_[target] = Riding{static_cast<uint8_t>(type), false, 0}; }
+  // Whether target's lock is deferred and its grant not yet seen here (the caller's thread).
+  bool lock_ungranted(int target) const { return riding_[target].type != 0; }
+  // Before a call to target under a deferred lock. The first call, if it travels as a message
+  // (native: false), carries the request: the lock's type is returned, for the call's message
+  // (FabricRoute::carry_lock), and its reply is the grant (grant_arrived). A native first call
+  // sends the request alone. Later calls by message go at once, up to kRidingCalls in all (the
+  // target holds them until its grant); a native write or read, which lands without the
+  // target's service, or one call more, first waits for the grant. 0: carry nothing.
+  int before_call(int target, bool native, const char* call);
+  // What a wait for target's calls says while its deferred lock's grant is not yet seen.
+  std::string riding_wait(int target, const char* call) const { return lock_wait(target, riding_[target].type, call); }
 
   // Target side, from the progress engine (one message at a time): origin (a rank of the
   // window) asks for this rank's lock, gives it back; target answers our request (1 granted,
   // 2 refused).
-  void lock_requested(int origin, int type, bool try_only);
+  // carried: the request came inside the origin's first call, whose reply grants the lock (no
+  // grant message).
+  void lock_requested(int origin, int type, bool try_only, bool carried = false);
   void unlock_requested(int origin);
   void grant_arrived(int target, int answer);
+  // Target side: a call (handler kWindowApply or kWindowRead, the message from `position`
+  // on) from origin (world rank `source`) whose lock request still waits here: held until
+  // the grant. holds() says whether a call of origin must be held.
+  struct HeldCall {
+    int source;
+    uint16_t handler;
+    Bytes message;
+    size_t position;
+  };
+  bool holds_any() const { return queue_->any_waiting(); }
+  bool holds(int origin) const { return queue_->waiting(origin); }
+  void hold(int origin, HeldCall call);  // MalformedMessage beyond kRidingCalls
+  // The calls whose origins were granted since the last call, in the order they came.
+  std::vector<HeldCall> take_released();
 
  private:
+  struct Riding {
+    uint8_t type = 0;        // the deferred lock's type; 0: none, or its grant was seen
+    bool requested = false;  // its request was sent
+    uint8_t calls = 0;       // calls sent after the request, before the grant
+  };
+  void request(int target, int type, bool try_only, const char* call);  // sends a lock request
+  void prepare_request(int target, int type, const char* call);         // before any request
+  void await_grant(int target, int type, const char* call);
+  void send_unlock(int target);  // the unlock message (an eager lock's, or one handed back)
+  std::string lock_wait(int target, int type, const char* call) const;  // what a wait for a grant says
   void answer(int origin, uint8_t grant);
   void grant_waiting();
   bool given_up(int target);  // a request to target was given up and its answer is still due
@@ -134,6 +180,10 @@ class MessageSync final : public Sync {
   std::vector<uint8_t> abandoned_;                    // per target: a request given up, grant to return
   std::unique_ptr<std::byte[]> queue_memory_;         // this rank's lock queue
   LockQueue* queue_ = nullptr;
+  std::vector<Riding> riding_;               // per target (origin side; the caller's thread)
+  std::vector<std::vector<HeldCall>> held_;  // per origin (target side; the service)
+  std::vector<uint8_t> carried_;             // per origin: its waiting request came in a call
+  std::vector<HeldCall> released_;           // held calls whose origins were granted
 };
 
 }  // namespace rma

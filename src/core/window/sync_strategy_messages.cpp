@@ -21,6 +21,9 @@ MessageSync::MessageSync(std::shared_ptr<Communicator> comm, uint32_t window, Wh
   abandoned_.assign(size, 0);
   queue_memory_.reset(new std::byte[LockQueue::bytes(size)]);
   queue_ = LockQueue::make(queue_memory_.get(), size);
+  riding_.resize(size);
+  held_.resize(size);
+  carried_.assign(size, 0);
 }
 
 void MessageSync::barrier() {
@@ -34,38 +37,52 @@ void MessageSync::notify(Notice notice, const std::vector<int>& ranks) {
   for (int rank : ranks) comm_->runtime().transport().send(comm_->members()[rank], handler, message);
 }
 
-bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
-  auto what = [&] {
-    return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
-           " lock on rank " + std::to_string(target) + ", held by another rank)";
-  };
-  if (given_up(target)) {
-    // A request given up earlier (interrupted) still waits in the target's queue, which has
-    // room for one request per rank, and its answer would be taken for this one's. A try gets
-    // "not free" (it is not); a lock waits until that grant came and was handed back.
-    if (try_only) return false;
-    comm_->runtime().transport().wait_until([&] { return !given_up(target); }, comm_->runtime().deadline(),
-                                            comm_->members(), what);
-  }
-  grant_[target] = 0;
+std::string MessageSync::lock_wait(int target, int type, const char* call) const {
+  return where_(call, target) + " (waiting for the " + (type == kLockExclusiveType ? "exclusive" : "shared") +
+         " lock on rank " + std::to_string(target) + ", held by another rank)";
+}
+
+void MessageSync::request(int target, int type, bool try_only, const char* call) {
+  prepare_request(target, type, call);
   Bytes message;
   wire::append<uint32_t>(message, window_);
   wire::append<uint8_t>(message, static_cast<uint8_t>(type));
   wire::append<uint8_t>(message, try_only ? 1 : 0);
   comm_->runtime().transport().send(comm_->members()[target], kWindowLock, message);
+}
+
+void MessageSync::prepare_request(int target, int type, const char* call) {
+  if (given_up(target)) {
+    // A request given up earlier (interrupted) still waits in the target's queue, which has
+    // room for one request per rank, and its answer would be taken for this one's: wait until
+    // that grant came and was handed back.
+    comm_->runtime().transport().wait_until([&] { return !given_up(target); }, comm_->runtime().deadline(),
+                                            comm_->members(), [&] { return lock_wait(target, type, call); });
+  }
+  grant_[target] = 0;
+}
+
+void MessageSync::await_grant(int target, int type, const char* call) {
   // Any rank of the window may hold the lock, and one that dies holding it keeps it forever
   // (its data may be half written: the lock is not handed on). So a death anywhere in the
   // window ends the wait, as on shared memory (SharedSync::lock). Watching every rank here is
   // simpler than the target refusing queued requests when a holder dies, and needs no message.
+  comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(),
+                                          comm_->members(), [&] { return lock_wait(target, type, call); });
+}
+
+bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
+  // (A try that finds an earlier request given up gets "not free": it is not.)
+  if (try_only && given_up(target)) return false;
+  request(target, type, try_only, call);
   try {
-    comm_->runtime().transport().wait_until([&] { return grant_[target].load() != 0; }, comm_->runtime().deadline(),
-                                            comm_->members(), what);
+    await_grant(target, type, call);
   } catch (...) {
     // Given up (deadline, interrupt): the request stays queued at the target. Whenever its
     // grant comes, hand the lock straight back, or nobody else would ever get it.
     std::lock_guard lock(grant_mutex_);
     if (grant_[target].load() == 1) {
-      unlock(target);
+      send_unlock(target);
     } else if (grant_[target].load() == 0) {
       abandoned_[target] = 1;
     }
@@ -74,20 +91,62 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
   return grant_[target].load() == 1;
 }
 
+int MessageSync::before_call(int target, bool native, const char* call) {
+  Riding& riding = riding_[target];
+  if (!riding.requested) {
+    riding.requested = true;
+    if (!native) {
+      // One message instead of two each way: the request inside the call, its reply the grant.
+      prepare_request(target, riding.type, call);
+      riding.calls = 1;
+      return riding.type;
+    }
+    request(target, riding.type, false, call);
+  } else if (grant_[target].load() == 1) {
+    riding = Riding{};
+    return 0;
+  }
+  if (!native && riding.calls < kRidingCalls) {
+    ++riding.calls;
+    return 0;
+  }
+  // A wait given up here leaves the epoch open with its request on the way: unlock waits for
+  // the grant again (the calls that rode are held at the target until it).
+  await_grant(target, riding.type, call);
+  riding = Riding{};
+  return 0;
+}
+
 bool MessageSync::given_up(int target) {
   std::lock_guard lock(grant_mutex_);
   return abandoned_[target] != 0;
 }
 
 void MessageSync::unlock(int target) {
+  Riding& riding = riding_[target];
+  if (riding.type != 0) {
+    if (!riding.requested) {  // no call to target in the epoch: no lock was ever asked for
+      riding = Riding{};
+      return;
+    }
+    // Requested, and no grant seen yet (only calls that wait for nothing went): the unlock must
+    // not overtake it, or the target would release a lock it has not granted.
+    if (grant_[target].load() != 1) await_grant(target, riding.type, "unlock");
+    riding = Riding{};
+  }
+  send_unlock(target);
+}
+
+void MessageSync::send_unlock(int target) {
   Bytes message;
   wire::append<uint32_t>(message, window_);
   comm_->runtime().transport().send(comm_->members()[target], kWindowUnlock, message);
 }
 
-void MessageSync::lock_requested(int origin, int type, bool try_only) {
+void MessageSync::lock_requested(int origin, int type, bool try_only, bool carried) {
   if (try_only && !queue_->free_for(type)) return answer(origin, 2);
   if (!queue_->enqueue(origin, type)) throw MalformedMessage("a lock request while its earlier one still waits");
+  carried_[origin] = carried ? 1 : 0;
   grant_waiting();
 }
 
@@ -97,7 +156,26 @@ void MessageSync::unlock_requested(int origin) {
 }
 
 void MessageSync::grant_waiting() {
-  queue_->grant_waiting([&](int origin) { answer(origin, 1); });
+  queue_->grant_waiting([&](int origin) {
+    if (carried_[origin] == 0) answer(origin, 1);  // (else the carrying call's reply says it)
+    carried_[origin] = 0;
+    // The calls that rode the request are served now, after the grant and in their order.
+    for (HeldCall& call : held_[origin]) released_.push_back(std::move(call));
+    held_[origin].clear();
+  });
+}
+
+void MessageSync::hold(int origin, HeldCall call) {
+  if (held_[origin].size() >= static_cast<size_t>(kRidingCalls))
+    throw MalformedMessage("more calls before a lock's grant than an origin sends (" + std::to_string(kRidingCalls) +
+                           ")");
+  held_[origin].push_back(std::move(call));
+}
+
+std::vector<MessageSync::HeldCall> MessageSync::take_released() {
+  std::vector<HeldCall> released;
+  released.swap(released_);
+  return released;
 }
 
 void MessageSync::answer(int origin, uint8_t grant) {
@@ -111,7 +189,7 @@ void MessageSync::grant_arrived(int target, int answer) {
   std::lock_guard lock(grant_mutex_);
   if (abandoned_[target]) {
     abandoned_[target] = 0;
-    if (answer == 1) unlock(target);
+    if (answer == 1) send_unlock(target);
     return;
   }
   grant_[target] = answer;

@@ -60,6 +60,7 @@ void check_apply(Kind kind, ReduceOp op, ElementType type, const Region& region,
 }  // namespace
 
 void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
+  if (held_for_lock(source, kWindowApply, message, position)) return;
   auto request = wire::take<uint64_t>(message, position);
   auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
   auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
@@ -107,6 +108,7 @@ void Window::serve_apply(int source, std::span<const std::byte> message, size_t 
 }
 
 void Window::serve_read(int source, std::span<const std::byte> message, size_t position) {
+  if (held_for_lock(source, kWindowRead, message, position)) return;
   auto request = wire::take<uint64_t>(message, position);
   Region region = Region::parse(message, position);
   Bytes reply = window_wire::header(id_, request);
@@ -186,12 +188,55 @@ void Window::serve_lock(int source, std::span<const std::byte> message, size_t p
   if (type != kLockExclusiveType && type != kLockSharedType) throw MalformedMessage("a lock request of no lock type");
   bool try_only = wire::take<uint8_t>(message, position) != 0;
   int origin = rank_of_world(source);
-  if (origin >= 0) message_sync("lock").lock_requested(origin, type, try_only);
+  if (origin < 0) return;
+  message_sync("lock").lock_requested(origin, type, try_only);
+  serve_released();
 }
 
 void Window::serve_unlock(int source, std::span<const std::byte>, size_t) {
   int origin = rank_of_world(source);
-  if (origin >= 0) message_sync("unlock").unlock_requested(origin);
+  if (origin < 0) return;
+  message_sync("unlock").unlock_requested(origin);
+  serve_released();
+}
+
+void Window::serve_locked_call(int source, std::span<const std::byte> message, size_t position) {
+  // What FabricRoute::send_request sends for a call that carries its epoch's lock request.
+  int type = wire::take<uint8_t>(message, position);
+  if (type != kLockExclusiveType && type != kLockSharedType) throw MalformedMessage("a lock request of no lock type");
+  auto handler = wire::take<uint16_t>(message, position);
+  if (handler != kWindowApply && handler != kWindowRead) throw MalformedMessage("a lock request carrying no call");
+  if (wire::take<uint32_t>(message, position) != id_)
+    throw MalformedMessage("a lock request carrying another window's call");
+  int origin = rank_of_world(source);
+  if (origin < 0) return;
+  message_sync("lock").lock_requested(origin, type, false, /*carried=*/true);
+  // Served now if granted at once, else held until the grant (held_for_lock).
+  if (handler == kWindowApply) {
+    serve_apply(source, message, position);
+  } else {
+    serve_read(source, message, position);
+  }
+}
+
+bool Window::held_for_lock(int source, uint16_t handler, std::span<const std::byte> message, size_t position) {
+  // Only an origin whose lock rode its first call sends calls before the grant (MessageSync::
+  // before_call); one look at the queue while no request waits.
+  if (message_sync_ == nullptr || !message_sync_->holds_any()) return false;
+  int origin = rank_of_world(source);
+  if (origin < 0 || !message_sync_->holds(origin)) return false;
+  message_sync_->hold(origin, MessageSync::HeldCall{source, handler, Bytes(message.begin(), message.end()), position});
+  return true;
+}
+
+void Window::serve_released() {
+  for (MessageSync::HeldCall& call : message_sync_->take_released()) {
+    if (call.handler == kWindowApply) {
+      serve_apply(call.source, call.message, call.position);
+    } else {
+      serve_read(call.source, call.message, call.position);
+    }
+  }
 }
 
 void Window::note_grant(int source, std::span<const std::byte> message, size_t position) {
@@ -221,6 +266,7 @@ WindowService::WindowService(Runtime& runtime) : runtime_(runtime) {
   transport.set_handler(kWindowLock, route(&Window::serve_lock));
   transport.set_handler(kWindowUnlock, route(&Window::serve_unlock));
   transport.set_handler(kWindowGrant, route(&Window::note_grant));
+  transport.set_handler(kWindowLockedCall, route(&Window::serve_locked_call));
   transport.set_handler(kWindowReply, [this](int, Bytes&& message) {
     size_t position = 0;
     auto id = wire::take<uint32_t>(message, position);

@@ -228,6 +228,7 @@ std::shared_ptr<Window> Window::establish(const Communicator& comm, void* base, 
   // for the other hosts' ranks (and for every rank of a dynamic or RMA_TRANSPORT=libfabric
   // window).
   window->fabric_ = std::make_unique<FabricRoute>(own, id, window->peers_, dynamic, where);
+  window->fabric_->grants_to(window->message_sync_);  // (a call's reply may grant a lock it carried)
   if (segment) {
     window->same_host_route_ = std::make_unique<MappedRoute>(std::move(segments), *control);
     window->accumulate_control_ = control;

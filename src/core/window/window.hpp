@@ -175,12 +175,16 @@ class Window : public std::enable_shared_from_this<Window> {
 
   // Passive target. type: kLockExclusive or kLockShared. lock waits for the grant; the
   // target's lock manager grants in arrival order (a waiting exclusive request holds back
-  // later shared ones, so nobody starves). kModeNoCheck skips acquisition.
-  void lock(int target, int type, int mode);
+  // later shared ones, so nobody starves). kModeNoCheck skips acquisition. A lock on a rank
+  // reached through the fabric (another host) is requested with the epoch's first call to it
+  // and returns at once (MessageSync::defer_lock), unless at_once: then it waits for the grant
+  // (rma.sync.Mutex, whose lock guards no call; RMA_CHECK, which reads the last holder's clock
+  // once the lock is held).
+  void lock(int target, int type, int mode, bool at_once = false);
   // A lock granted only if it can be at once (at the head of an empty queue): false if not.
   bool try_lock(int target, int type);
-  void unlock(int target);  // completes this epoch's calls to target, then releases
-  void lock_all(int mode);  // a shared lock on every rank
+  void unlock(int target);                        // completes this epoch's calls to target, then releases
+  void lock_all(int mode, bool at_once = false);  // a shared lock on every rank (as lock defers)
   void unlock_all();
   // Complete the calls to target (to every target), at origin and target; errors name call
   // (flush_local completes as much: its calls complete at both ends at once).
@@ -210,6 +214,7 @@ class Window : public std::enable_shared_from_this<Window> {
   void note_complete(int source, std::span<const std::byte> message, size_t position);
   void serve_lock(int source, std::span<const std::byte> message, size_t position);
   void serve_unlock(int source, std::span<const std::byte> message, size_t position);
+  void serve_locked_call(int source, std::span<const std::byte> message, size_t position);
   void note_grant(int source, std::span<const std::byte> message, size_t position);
 
  private:
@@ -241,6 +246,12 @@ class Window : public std::enable_shared_from_this<Window> {
   // (kProcNull, an empty region).
   bool admit(const char* call, int target, const Region& region);
   void await_post(int target, const char* call);
+  // Whether a lock on target may ride its epoch's first call: a rank reached through the
+  // fabric, not this one (a lock of its own window guards its loads and stores too).
+  bool lock_may_ride(int target) const;
+  // Before a call to target (native: a one-sided fabric write or read): the deferred lock's
+  // request goes first, or its grant is awaited (MessageSync::before_call).
+  void ride_lock(int target, bool native, const char* call);
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment).
   bool exposes(int target, int64_t low, int64_t high);
   // PeerError naming target if its rank is known dead: a call to it would be lost (a shared
@@ -278,6 +289,9 @@ class Window : public std::enable_shared_from_this<Window> {
   bool accept(int source, const Region& region, Bytes& reply);
   int rank_of_world(int world_rank) const;
   MessageSync& message_sync(const char* what);
+  // A call from world rank source whose lock request waits here: held until the grant (true).
+  bool held_for_lock(int source, uint16_t handler, std::span<const std::byte> message, size_t position);
+  void serve_released();  // the held calls of origins just granted
 
   std::shared_ptr<Communicator> comm_;
   const PeerStatus* peer_status_;  // the runtime's: which ranks died
