@@ -196,11 +196,13 @@ try:
             # A window-copy request for 64 bytes that carries none (numbered as any message is).
             runtime._send_message(1, 10, copy_request(win._core.id, 0, 64, b""))
         elif kind == "calls beyond a lock's ride":
-            # A lock request, then one call more than may ride it before its grant (handlers
-            # 16 and 10; tests/test_lock_rides.py for the calls that may).
-            runtime._send_message(1, 16, win._core.id.to_bytes(4, "little") + bytes([1, 0]))
-            for _ in range(9):
-                runtime._send_message(1, 10, copy_request(win._core.id, 0, 64, b"\\xee" * 64))
+            # A lock request carried by a call, then one call more than may follow it before
+            # its grant (handlers 19 and 10; tests/test_lock_rides.py for the calls that may).
+            copy = copy_request(win._core.id, 0, 64, b"\\xee" * 64)
+            carried = win._core.id.to_bytes(4, "little") + bytes([1]) + (10).to_bytes(2, "little")
+            runtime._send_message(1, 19, carried + copy)
+            for _ in range(8):
+                runtime._send_message(1, 10, copy)
         elif kind == "another rank's name":
             runtime._send_frame_as_is(1, header(comm.size - 1, 1, 0, 0, 8) + bytes(8))
     # Rank 1 waits for rank 0, which it no longer trusts; the others for rank 1, which ends

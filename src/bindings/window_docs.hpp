@@ -74,9 +74,12 @@ inline constexpr const char* test =
     "End the exposure epoch and return True if wait() would not block; else return False.";
 inline constexpr const char* lock =
     "Lock `rank`'s window and open a passive-target epoch to it.\n\n"
-    "lock_type: rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED. Returns once the lock is granted; locks "
-    "are granted in request order. As a context manager, the exit calls unlock(rank), also when "
-    "the block raises.\n"
+    "lock_type: rma.LOCK_EXCLUSIVE or rma.LOCK_SHARED. Locks are granted in request order. On a "
+    "rank of this host (and this rank's own window) it returns once the lock is granted; on a "
+    "rank reached through libfabric the request rides the epoch's first call, which the target "
+    "holds until the grant, so the wait is in that call, flush or unlock (a lock guards the "
+    "epoch's calls; rma.sync.Mutex guards code). As a context manager, the exit calls "
+    "unlock(rank), also when the block raises.\n"
     "Example: with win.lock(1, rma.LOCK_SHARED): win.get(buf, 1)";
 inline constexpr const char* unlock = "Complete this epoch's calls to `rank` (there too) and release its lock.";
 inline constexpr const char* lock_all =

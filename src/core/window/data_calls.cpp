@@ -71,9 +71,21 @@ bool Window::lock_may_ride(int target) const {
   return message_sync_ != nullptr && target != rank() && routes_[target] == fabric_.get();
 }
 
-void Window::ride_lock(int target, bool native, const char* call) {
-  if (message_sync_ == nullptr || !message_sync_->lock_ungranted(target)) return;
-  if (int type = message_sync_->before_call(target, native, call)) fabric_->carry_lock(target, type);
+template <class Move>
+void Window::ridden(int target, bool native, const char* call, Move&& move) {
+  int carried = message_sync_ != nullptr && message_sync_->lock_ungranted(target)
+                    ? message_sync_->before_call(target, native, call)
+                    : 0;
+  if (carried == 0) return move();
+  fabric_->carry_lock(target, carried);
+  try {
+    move();
+  } catch (...) {
+    // Nothing left (a send that throws leaves no trace): the next call carries the request.
+    fabric_->carry_lock(target, 0);
+    throw;
+  }
+  message_sync_->carried(target);
 }
 
 void Window::check_dead(const char* call, int target) const {
@@ -91,14 +103,12 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
 
 void Window::put(int target, const void* data, const Region& region, const char* call) {
   if (!admit(call, target, region)) return;
-  ride_lock(target, fabric_->native(region), call);
-  routes_[target]->put(target, data, region);
+  ridden(target, fabric_->native(region), call, [&] { routes_[target]->put(target, data, region); });
 }
 
 void Window::get(int target, void* out, const Region& region, const char* call) {
   if (!admit(call, target, region)) return;
-  ride_lock(target, fabric_->native(region), call);
-  routes_[target]->get(target, out, region);
+  ridden(target, fabric_->native(region), call, [&] { routes_[target]->get(target, out, region); });
 }
 
 void Window::accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region,
@@ -113,8 +123,8 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
                             describe(type));
   }
   if (!admit(call, target, region)) return;
-  ride_lock(target, false, call);  // (every accumulate to a fabric target is a message)
-  routes_[target]->accumulate(call, target, op, type, data, result, region);
+  // (Every accumulate to a fabric target is a message.)
+  ridden(target, false, call, [&] { routes_[target]->accumulate(call, target, op, type, data, result, region); });
 }
 
 void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
@@ -127,8 +137,7 @@ void Window::compare_and_swap(int target, ElementType type, const void* data, co
   if (region.elements() != 1) {
     throw UsageError("rma: " + epochs_.where(call, target) + ": exactly one element");
   }
-  ride_lock(target, false, call);
-  routes_[target]->compare_and_swap(target, type, data, compare, result, region);
+  ridden(target, false, call, [&] { routes_[target]->compare_and_swap(target, type, data, compare, result, region); });
 }
 
 // ---- the direct path ----

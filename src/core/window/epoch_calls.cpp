@@ -310,8 +310,11 @@ bool Window::target_idle(int target, const char* call) {
   Transport& transport = comm_->runtime().transport();
   transport.progress();
   if (fabric_->outstanding_to(target) == 0 && transport.idle(comm_->members()[target])) return true;
-  // A call to a rank that died never completes: a loop of tests must end as a wait does.
+  // A call to a rank that died never completes: a loop of tests must end as a wait does. Nor
+  // does one held at its target for a lock that a dead rank holds (as complete_target watches).
   check_alive(call, target);
+  if (message_sync_ != nullptr && message_sync_->lock_ungranted(target) && peer_status_->any_dead())
+    peer_status_->check(comm_->members(), comm_->runtime().rank(), epochs_.where(call, target));
   return false;
 }
 

@@ -131,6 +131,8 @@ class MessageSync final : public Sync {
   // target holds them until its grant); a native write or read, which lands without the
   // target's service, or one call more, first waits for the grant. 0: carry nothing.
   int before_call(int target, bool native, const char* call);
+  // The call that carried target's request left (its message is on its way).
+  void carried(int target);
   // What a wait for target's calls says while its deferred lock's grant is not yet seen.
   std::string riding_wait(int target, const char* call) const { return lock_wait(target, riding_[target].type, call); }
 
@@ -138,7 +140,7 @@ class MessageSync final : public Sync {
   // window) asks for this rank's lock, gives it back; target answers our request (1 granted,
   // 2 refused).
   // carried: the request came inside the origin's first call, whose reply grants the lock (no
-  // grant message).
+  // grant message), and the origin's calls until the grant are held (holds).
   void lock_requested(int origin, int type, bool try_only, bool carried = false);
   void unlock_requested(int origin);
   void grant_arrived(int target, int answer);
@@ -152,7 +154,7 @@ class MessageSync final : public Sync {
     size_t position;
   };
   bool holds_any() const { return queue_->any_waiting(); }
-  bool holds(int origin) const { return queue_->waiting(origin); }
+  bool holds(int origin) const;
   void hold(int origin, HeldCall call);  // MalformedMessage beyond kRidingCalls
   // The calls whose origins were granted since the last call, in the order they came.
   std::vector<HeldCall> take_released();

@@ -94,14 +94,14 @@ bool MessageSync::lock(int target, int type, bool try_only, const char* call) {
 int MessageSync::before_call(int target, bool native, const char* call) {
   Riding& riding = riding_[target];
   if (!riding.requested) {
-    riding.requested = true;
     if (!native) {
       // One message instead of two each way: the request inside the call, its reply the grant.
+      // (Counted as sent once the call's message left: carried.)
       prepare_request(target, riding.type, call);
-      riding.calls = 1;
       return riding.type;
     }
     request(target, riding.type, false, call);
+    riding.requested = true;
   } else if (grant_[target].load() == 1) {
     riding = Riding{};
     return 0;
@@ -115,6 +115,11 @@ int MessageSync::before_call(int target, bool native, const char* call) {
   await_grant(target, riding.type, call);
   riding = Riding{};
   return 0;
+}
+
+void MessageSync::carried(int target) {
+  riding_[target].requested = true;
+  riding_[target].calls = 1;
 }
 
 bool MessageSync::given_up(int target) {
@@ -163,6 +168,13 @@ void MessageSync::grant_waiting() {
     for (HeldCall& call : held_[origin]) released_.push_back(std::move(call));
     held_[origin].clear();
   });
+}
+
+bool MessageSync::holds(int origin) const {
+  // Only a request that came inside a call is followed by calls before its grant; an eager
+  // request left waiting (an interrupted lock) holds nothing back (the calls of a later fence
+  // epoch, say).
+  return carried_[origin] != 0 && queue_->waiting(origin);
 }
 
 void MessageSync::hold(int origin, HeldCall call) {

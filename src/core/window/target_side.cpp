@@ -3,6 +3,7 @@
 // are served against this rank's memory; notices and lock messages go to the window's
 // MessageSync; replies go to the FabricRoute that waits for them. WindowService routes each
 // message to its window by the id it starts with.
+#include <cstdio>
 #include <cstring>
 
 #include "base/errors.hpp"
@@ -56,6 +57,22 @@ void check_apply(Kind kind, ReduceOp op, ElementType type, const Region& region,
     throw MalformedMessage("an apply request with " + std::to_string(data_bytes) + " bytes of data for a region of " +
                            std::to_string(region.bytes()));
   }
+}
+// Checks a call (handler kWindowApply or kWindowRead, its message from after the window id)
+// as serving it would, without serving it: MalformedMessage, raised while its own origin's
+// message is handled, before it is held for a lock (serving it later, inside another origin's
+// unlock, must not fail on it).
+void check_call(uint16_t handler, std::span<const std::byte> message, size_t position) {
+  wire::take<uint64_t>(message, position);  // (the request id)
+  if (handler == kWindowRead) {
+    Region::parse(message, position);
+    return;
+  }
+  auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
+  auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
+  auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
+  Region region = Region::parse(message, position);
+  check_apply(kind, op, type, region, message.size() - position);
 }
 }  // namespace
 
@@ -210,6 +227,7 @@ void Window::serve_locked_call(int source, std::span<const std::byte> message, s
     throw MalformedMessage("a lock request carrying another window's call");
   int origin = rank_of_world(source);
   if (origin < 0) return;
+  check_call(handler, message, position);  // before the lock is queued for its sender
   message_sync("lock").lock_requested(origin, type, false, /*carried=*/true);
   // Served now if granted at once, else held until the grant (held_for_lock).
   if (handler == kWindowApply) {
@@ -225,16 +243,26 @@ bool Window::held_for_lock(int source, uint16_t handler, std::span<const std::by
   if (message_sync_ == nullptr || !message_sync_->holds_any()) return false;
   int origin = rank_of_world(source);
   if (origin < 0 || !message_sync_->holds(origin)) return false;
+  check_call(handler, message, position);
   message_sync_->hold(origin, MessageSync::HeldCall{source, handler, Bytes(message.begin(), message.end()), position});
   return true;
 }
 
 void Window::serve_released() {
+  // (Checked when held: check_call. Served inside another origin's unlock or request, so one
+  // call's failure must not end the others' or be taken for that origin's.)
   for (MessageSync::HeldCall& call : message_sync_->take_released()) {
-    if (call.handler == kWindowApply) {
-      serve_apply(call.source, call.message, call.position);
-    } else {
-      serve_read(call.source, call.message, call.position);
+    try {
+      if (call.handler == kWindowApply) {
+        serve_apply(call.source, call.message, call.position);
+      } else {
+        serve_read(call.source, call.message, call.position);
+      }
+    } catch (const PeerError&) {
+      // Its origin died or cannot be reached: its reply has nobody to go to.
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rma: rank %d: serving a call held for a lock failed: %s\n", comm_->runtime().rank(),
+                   e.what());
     }
   }
 }

@@ -249,9 +249,11 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether a lock on target may ride its epoch's first call: a rank reached through the
   // fabric, not this one (a lock of its own window guards its loads and stores too).
   bool lock_may_ride(int target) const;
-  // Before a call to target (native: a one-sided fabric write or read): the deferred lock's
-  // request goes first, or its grant is awaited (MessageSync::before_call).
-  void ride_lock(int target, bool native, const char* call);
+  // A call to target made by move() (native: a one-sided fabric write or read), after what a
+  // deferred lock on target needs (MessageSync::before_call): its request carried by this call's
+  // message, or sent first, or its grant awaited. A call that throws carried nothing.
+  template <class Move>
+  void ridden(int target, bool native, const char* call, Move&& move);
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment).
   bool exposes(int target, int64_t low, int64_t high);
   // PeerError naming target if its rank is known dead: a call to it would be lost (a shared
