@@ -346,7 +346,10 @@ else:
     time.sleep(0.3)  # rank 0 sleeps by now
     began_cpu, began = cpu(), time.monotonic()
     if waiting_in == "lock":
+        # On rank 0's host the wait is in lock; on the other, whose lock rides the accumulate,
+        # in unlock (the accumulate waits at rank 0 for the grant).
         win.lock(0)
+        win.accumulate(np.ones(1, np.int64), 0, 0, rma.SUM)
         win.unlock(0)
     elif waiting_in == "recv":
         if comm.rank == 1:
@@ -356,6 +359,8 @@ else:
     used = (cpu() - began_cpu) / (time.monotonic() - began)
     print(f"waiting {used * 100:.2f}%", flush=True)
 comm.barrier()
+if comm.rank == 0 and waiting_in == "lock":
+    assert win.local[0] == comm.size - 1, win.local  # every rank's accumulate landed
 win.free()
 """
 
