@@ -71,11 +71,13 @@ bool Window::lock_may_ride(int target) const {
   return message_sync_ != nullptr && target != rank() && routes_[target] == fabric_.get();
 }
 
+bool Window::lock_ungranted(int target) const {
+  return message_sync_ != nullptr && message_sync_->lock_ungranted(target);
+}
+
 template <class Move>
 void Window::ridden(int target, bool native, const char* call, Move&& move) {
-  int carried = message_sync_ != nullptr && message_sync_->lock_ungranted(target)
-                    ? message_sync_->before_call(target, native, call)
-                    : 0;
+  int carried = lock_ungranted(target) ? message_sync_->before_call(target, native, call) : 0;
   if (carried == 0) return move();
   fabric_->carry_lock(target, carried);
   try {

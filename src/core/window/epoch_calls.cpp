@@ -61,7 +61,7 @@ void Window::complete_target(int target, const char* call) {
     if (!immediate) transport.flush(comm_->members()[target], deadline);
     // Calls that rode a lock request wait at the target for its grant, which a holder that
     // died would never give (any rank of the window may hold it: MessageSync::await_grant).
-    bool riding = message_sync_ != nullptr && message_sync_->lock_ungranted(target);
+    bool riding = lock_ungranted(target);
     std::vector<int> watch = riding ? comm_->members() : std::vector<int>{comm_->members()[target]};
     transport.wait_until([&] { return fabric_->outstanding_to(target) == 0; }, deadline, watch,
                          [&] {
@@ -210,10 +210,7 @@ void Window::lock(int target, int type, int mode, bool at_once) {
   if (mode & kModeNoCheck) {
     // The caller promises no conflicting lock exists: no message, no queue.
     epochs_.locked(target, type, true);
-  } else if (!at_once && lock_may_ride(target)) {
-    message_sync_->defer_lock(target, type);
-    epochs_.locked(target, type, false);
-  } else if (sync_->lock(target, type, false, "lock")) {
+  } else if (acquire(target, type, at_once, "lock")) {
     epochs_.locked(target, type, false);
   }
   if (epochs_.held(target)) trace_epoch(true, lock_epoch_kind(type), target, {});
@@ -233,6 +230,12 @@ bool Window::try_lock(int target, int type) {
   }
   epochs_.locked(target, type, false);
   trace_epoch(true, lock_epoch_kind(type), target, {});
+  return true;
+}
+
+bool Window::acquire(int target, int type, bool at_once, const char* call) {
+  if (at_once || !lock_may_ride(target)) return sync_->lock(target, type, false, call);
+  message_sync_->defer_lock(target, type);
   return true;
 }
 
@@ -259,12 +262,7 @@ void Window::lock_all(int mode, bool at_once) {
     try {
       for (int target = 0; target < size(); ++target) {
         check_alive("lock_all", target);
-        if (!at_once && lock_may_ride(target)) {
-          message_sync_->defer_lock(target, kLockShared);
-          epochs_.locked(target, kLockShared, false);
-        } else if (sync_->lock(target, kLockShared, false, "lock_all")) {
-          epochs_.locked(target, kLockShared, false);
-        }
+        if (acquire(target, kLockShared, at_once, "lock_all")) epochs_.locked(target, kLockShared, false);
       }
     } catch (...) {
       // Give back the locks already taken: the epoch did not open.
@@ -313,7 +311,7 @@ bool Window::target_idle(int target, const char* call) {
   // A call to a rank that died never completes: a loop of tests must end as a wait does. Nor
   // does one held at its target for a lock that a dead rank holds (as complete_target watches).
   check_alive(call, target);
-  if (message_sync_ != nullptr && message_sync_->lock_ungranted(target) && peer_status_->any_dead())
+  if (lock_ungranted(target) && peer_status_->any_dead())
     peer_status_->check(comm_->members(), comm_->runtime().rank(), epochs_.where(call, target));
   return false;
 }

@@ -58,32 +58,41 @@ void check_apply(Kind kind, ReduceOp op, ElementType type, const Region& region,
                            std::to_string(region.bytes()));
   }
 }
-// Checks a call (handler kWindowApply or kWindowRead, its message from after the window id)
-// as serving it would, without serving it: MalformedMessage, raised while its own origin's
-// message is handled, before it is held for a lock (serving it later, inside another origin's
-// unlock, must not fail on it).
-void check_call(uint16_t handler, std::span<const std::byte> message, size_t position) {
-  wire::take<uint64_t>(message, position);  // (the request id)
-  if (handler == kWindowRead) {
-    Region::parse(message, position);
-    return;
-  }
-  auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
-  auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
-  auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
-  Region region = Region::parse(message, position);
-  check_apply(kind, op, type, region, message.size() - position);
-}
-}  // namespace
-
-void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
-  if (held_for_lock(source, kWindowApply, message, position)) return;
+// An apply request as FabricRoute sends it, checked (check_apply); position ends at its data.
+struct ApplyRequest {
+  uint64_t request;
+  Kind kind;
+  ReduceOp op;
+  ElementType type;
+  Region region;
+};
+ApplyRequest parse_apply(std::span<const std::byte> message, size_t& position) {
   auto request = wire::take<uint64_t>(message, position);
   auto kind = static_cast<Kind>(wire::take<uint8_t>(message, position));
   auto op = static_cast<ReduceOp>(wire::take<uint8_t>(message, position));
   auto type = static_cast<ElementType>(wire::take<uint8_t>(message, position));
   Region region = Region::parse(message, position);
   check_apply(kind, op, type, region, message.size() - position);
+  return ApplyRequest{request, kind, op, type, std::move(region)};
+}
+
+// Checks a call (handler kWindowApply or kWindowRead, its message from after the window id)
+// as serving it would, without serving it: MalformedMessage, raised while its own origin's
+// message is handled, before it is held for a lock (serving it later, inside another origin's
+// unlock, must not fail on it).
+void check_call(uint16_t handler, std::span<const std::byte> message, size_t position) {
+  if (handler == kWindowApply) {
+    parse_apply(message, position);
+  } else {
+    wire::take<uint64_t>(message, position);  // (the request id)
+    Region::parse(message, position);
+  }
+}
+}  // namespace
+
+void Window::serve_apply(int source, std::span<const std::byte> message, size_t position) {
+  if (held_for_lock(source, kWindowApply, message, position)) return;
+  auto [request, kind, op, type, region] = parse_apply(message, position);
   Bytes reply = window_wire::header(id_, request);
   std::unique_lock attached = hold_attachments();
   if (!accept(source, region, reply)) return;
@@ -229,7 +238,10 @@ void Window::serve_locked_call(int source, std::span<const std::byte> message, s
   if (origin < 0) return;
   check_call(handler, message, position);  // before the lock is queued for its sender
   message_sync("lock").lock_requested(origin, type, false, /*carried=*/true);
-  // Served now if granted at once, else held until the grant (held_for_lock).
+  serve_call(handler, source, message, position);  // now if granted at once, else held (held_for_lock)
+}
+
+void Window::serve_call(uint16_t handler, int source, std::span<const std::byte> message, size_t position) {
   if (handler == kWindowApply) {
     serve_apply(source, message, position);
   } else {
@@ -253,11 +265,7 @@ void Window::serve_released() {
   // call's failure must not end the others' or be taken for that origin's.)
   for (MessageSync::HeldCall& call : message_sync_->take_released()) {
     try {
-      if (call.handler == kWindowApply) {
-        serve_apply(call.source, call.message, call.position);
-      } else {
-        serve_read(call.source, call.message, call.position);
-      }
+      serve_call(call.handler, call.source, call.message, call.position);
     } catch (const PeerError&) {
       // Its origin died or cannot be reached: its reply has nobody to go to.
     } catch (const std::exception& e) {

@@ -249,6 +249,11 @@ class Window : public std::enable_shared_from_this<Window> {
   // Whether a lock on target may ride its epoch's first call: a rank reached through the
   // fabric, not this one (a lock of its own window guards its loads and stores too).
   bool lock_may_ride(int target) const;
+  // lock's and lock_all's acquisition of target's lock (once the epoch rules allowed it):
+  // deferred where it may ride (unless at_once), else waited for. Whether it is held (or will be).
+  bool acquire(int target, int type, bool at_once, const char* call);
+  // Whether target's lock was deferred and its grant is not yet seen here (MessageSync).
+  bool lock_ungranted(int target) const;
   // A call to target made by move() (native: a one-sided fabric write or read), after what a
   // deferred lock on target needs (MessageSync::before_call): its request carried by this call's
   // message, or sent first, or its grant awaited. A call that throws carried nothing.
@@ -294,6 +299,8 @@ class Window : public std::enable_shared_from_this<Window> {
   // A call from world rank source whose lock request waits here: held until the grant (true).
   bool held_for_lock(int source, uint16_t handler, std::span<const std::byte> message, size_t position);
   void serve_released();  // the held calls of origins just granted
+  // serve_apply or serve_read, by handler (kWindowApply or kWindowRead).
+  void serve_call(uint16_t handler, int source, std::span<const std::byte> message, size_t position);
 
   std::shared_ptr<Communicator> comm_;
   const PeerStatus* peer_status_;  // the runtime's: which ranks died
