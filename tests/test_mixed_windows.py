@@ -79,6 +79,67 @@ def test_fence_and_pscw_rings_cross_hosts(comm, flavor):
 
 
 @pytest.mark.rma(**ACROSS)
+@pytest.mark.parametrize("ending", ["fence", "pscw", "pscw-nocheck"])
+def test_an_epoch_ends_only_once_every_rank_has_the_calls_made_to_it(comm, ending):
+    # MPI: once a fence (a wait) returns, the puts of the epoch it ends have landed. Every rank
+    # puts to every other one a slow message (a strided region of 512 KiB: no native write),
+    # then ends the epoch; each rank then reads what the others put to it, and, in the next
+    # epoch, what a third rank put to its right neighbour. Between hosts, the epoch's ending
+    # may go behind the calls instead of waiting for their replies only where each target
+    # hears it straight from each origin: a fence's barrier between two ranks, a complete's
+    # notice (with MODE_NOCHECK there is none, and the user's barrier is relayed between
+    # ranks). Ending any other epoch that way fails here, at 4 ranks, where the relayed
+    # barrier outruns the puts.
+    hosts_of(comm)
+    n, me = comm.size, comm.rank
+    width = 128 * 1024  # int64 elements per slot; every other one is written
+    win = rma.Window.allocate(comm, (n, width), np.int64)
+    win.local[:] = -1
+    others = [r for r in range(n) if r != me]
+    nocheck = rma.Mode.NOCHECK if ending == "pscw-nocheck" else 0
+
+    def value(origin, target, round_):
+        return 1_000_000 * round_ + 1000 * origin + target
+
+    def start_epoch():
+        if ending == "fence":
+            return
+        win.post(others, nocheck)
+        if nocheck:
+            comm.barrier()  # (MODE_NOCHECK: every post is in place before any start)
+        win.start(others, nocheck)
+
+    def end_epoch():
+        if ending == "fence":
+            win.fence()
+            return
+        win.complete()
+        if nocheck:
+            comm.barrier()  # (MODE_NOCHECK: the user's own synchronization ends the epoch)
+        win.wait()
+
+    win.fence()
+    for round_ in range(3):
+        start_epoch()
+        for target in others:
+            win.put(np.full(width // 2, value(me, target, round_), np.int64), target, target=np.s_[me, ::2])
+        end_epoch()
+        for origin in others:
+            slot = win.local[origin]
+            landed = int(np.count_nonzero(slot[::2] == value(origin, me, round_)))
+            assert landed == width // 2, f"round {round_}: {landed} of {width // 2} elements from rank {origin}"
+        if n > 2:
+            start_epoch()
+            right, third = (me + 1) % n, (me + 2) % n
+            seen = np.zeros(4, np.int64)
+            win.get(seen, right, target=np.s_[third, -8::2])
+            end_epoch()
+            assert list(seen) == [value(third, right, round_)] * 4
+        comm.barrier()  # (no rank puts the next round while another still reads this one)
+    win.free()
+
+
+@pytest.mark.rma(**ACROSS)
 def test_accumulates_from_this_host_and_others_stay_exact(comm):
     # Origins on rank 0's host add through its mapped memory under its accumulate lock; the
     # others' adds are applied by rank 0's progress engine: both take the same lock, so no add
@@ -423,3 +484,41 @@ def test_a_bad_fabric_sleep_setting_is_refused(bed):
     ranks = Job(bed, 2, [sys.executable, "-c", "import rma; rma.init()"], env={"RMA_FABRIC_SLEEP": "yes"})
     for status, _, err in ranks.outcome(timeout=60):
         assert status != 0 and "RMA_FABRIC_SLEEP='yes': use 1 or 0" in err, err
+
+
+FENCED_PAIR = """
+import numpy as np, rma
+comm = rma.init()
+me, peer = comm.rank, 1 - comm.rank
+win = rma.Window.allocate(comm, (4, 4096), np.int64)
+win.local[3, :8] = -1
+win.fence()
+for round_ in range(20):
+    tag = 100 * round_ + me
+    got = np.zeros(8, np.int64)
+    win.put(np.full(8, tag, np.int64), peer, target=np.s_[0, :8])
+    win.put(np.full(2048, tag, np.int64), peer, target=np.s_[1, ::2])
+    win.accumulate(np.ones(4096, np.int64), peer, target=np.s_[2])
+    win.get(got, peer, target=np.s_[3, :8])
+    win.fence()
+    # Landed here, the peer's calls; filled there, our get.
+    assert (win.local[0, :8] == 100 * round_ + peer).all(), (round_, win.local[0, :8])
+    assert (win.local[1, ::2] == 100 * round_ + peer).all(), round_
+    assert (win.local[2] == round_ + 1).all(), (round_, win.local[2, :4])
+    assert (got == (100 * (round_ - 1) + peer if round_ else -1)).all(), (round_, got)
+    win.local[3, :8] = tag  # what the peer's get reads next round
+    win.fence()
+win.free()
+print("rounds done", flush=True)
+"""
+
+
+def test_a_fence_between_two_hosts_completes_the_calls_that_its_barrier_follows(bed):
+    # Between two ranks, the fence's barrier message follows the puts and accumulates to the
+    # peer in order, and the peer takes it only after serving them: the fence waits for the
+    # replies of the gets alone (Window::complete_calls). Each rank checks the peer's calls
+    # landed and its own get was filled (with the wait for replies of gets left out, `got`
+    # is still zero). Without RMA_CHECK, whose exchange replaces the fence's barrier.
+    ranks = Job(bed, 2, [sys.executable, "-c", FENCED_PAIR], env={"RMA_CHECK": "0"}).outcome(timeout=60)
+    for rank, (status, out, err) in enumerate(ranks):
+        assert status == 0 and "rounds done" in out, f"rank {rank}: {err}"

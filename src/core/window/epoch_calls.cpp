@@ -32,7 +32,7 @@ void Window::trace_epoch(bool open, const char* kind, int target, const std::vec
 
 // ---- completion ----
 
-void Window::complete_calls(const char* call, const std::vector<int>& targets) {
+void Window::complete_calls(const char* call, const std::vector<int>& targets, bool followed) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores are visible before what follows
   // Only fabric operations can be in flight: calls through mapped memory or process_vm were
   // complete when they returned, and message requests are counted until their reply.
@@ -43,9 +43,16 @@ void Window::complete_calls(const char* call, const std::vector<int>& targets) {
     if (!deadline) deadline = comm_->runtime().deadline();
     transport.flush(comm_->members()[target], *deadline);
   }
-  if (fabric_->outstanding() != 0) {
+  // Followed: the synchronization messages that end the epoch travel behind its message calls
+  // and the target takes them only once it served those (Sync::barrier_follows_calls), so only
+  // the replies that bring data here are awaited: a put or accumulate of a fence epoch between
+  // two hosts then costs no round trip of its own. (Not for a dynamic window: a target refuses
+  // calls to memory it detached, and its reply says so, to be raised at this synchronization.)
+  followed = followed && !dynamic_;
+  auto done = [&] { return (followed ? fabric_->fetching() : fabric_->outstanding()) == 0; };
+  if (!done()) {
     if (!deadline) deadline = comm_->runtime().deadline();
-    transport.wait_until([&] { return fabric_->outstanding() == 0; }, *deadline, comm_->members(),
+    transport.wait_until(done, *deadline, comm_->members(),
                          [&] { return epochs_.where(call, -1) + " (waiting for its operations to complete)"; });
   }
   for (int target : targets) sync_->wake(target);
@@ -77,7 +84,7 @@ void Window::complete_target(int target, const char* call) {
 void Window::fence(int mode, const std::function<void()>& pass) {
   epochs_.before_fence(mode);
   bool fence_was_open = epochs_.fence_open();
-  complete_calls("fence", all_ranks_);
+  complete_calls("fence", all_ranks_, !pass && sync_->barrier_follows_calls());
   if (pass) {
     pass();
   } else {
@@ -111,7 +118,8 @@ void Window::complete() {
   epochs_.before_complete();
   // Every target's post is consumed, even one we never addressed, so counts stay matched.
   await_posts("complete");
-  complete_calls("complete", epochs_.access_group());
+  // (Without a notice, MODE_NOCHECK, the target learns of the end from elsewhere.)
+  complete_calls("complete", epochs_.access_group(), !epochs_.access_nocheck() && sync_->notices_follow_calls());
   if (!epochs_.access_nocheck()) sync_->notify(Sync::Notice::Complete, epochs_.access_group());
   trace_epoch(false, "access", -1, epochs_.access_group());
   epochs_.completed();

@@ -121,6 +121,7 @@ void FabricRoute::send_request(const char* call, uint16_t handler, int target, c
   }
   ++outstanding_;
   ++outstanding_to_[target];
+  if (reply_to != nullptr) ++fetching_;
   try {
     if (lock_type != 0) {
       // What Window::serve_locked_call parses: the window, the lock's type, the call's handler,
@@ -143,7 +144,10 @@ void FabricRoute::send_request(const char* call, uint16_t handler, int target, c
 }
 
 void FabricRoute::forget(uint64_t request, int target) {
-  if (pending_.erase(request)) {
+  auto found = pending_.find(request);
+  if (found != pending_.end()) {
+    if (found->second.out != nullptr) --fetching_;
+    pending_.erase(found);
     attachment_requests_.erase(request);
     --outstanding_;
     --outstanding_to_[target];
@@ -205,6 +209,7 @@ void FabricRoute::take_reply(std::span<const std::byte> message, size_t position
   }
   // (The target serves a call that carried its lock request only once it granted the lock.)
   if (pending.carried_lock && grants_to_ != nullptr) grants_to_->grant_arrived(pending.target, 1);
+  if (pending.out != nullptr) --fetching_;
   --outstanding_to_[pending.target];
   --outstanding_;
 }

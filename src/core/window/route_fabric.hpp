@@ -65,6 +65,10 @@ class FabricRoute final : public Route {
   // Requests not yet answered, in all and per target (any thread may read them).
   uint64_t outstanding() const noexcept { return outstanding_.load(); }
   int64_t outstanding_to(int target) const noexcept { return outstanding_to_[target].load(); }
+  // Of those, the requests whose reply brings data to this rank (get, the fetching
+  // accumulates, compare_and_swap, attachment queries): an epoch that ends with messages
+  // behind its calls still waits for these (Window::complete_calls).
+  uint64_t fetching() const noexcept { return fetching_.load(); }
   // The origin side of a reply (the progress engine's thread): stores its data, ends the request.
   // RmaError for a reply nobody waits for.
   // A reply to a request that carried a lock request is that lock's grant, told to `sync`
@@ -107,6 +111,7 @@ class FabricRoute final : public Route {
   std::string refusal_;                               // the first refusal since raise_refusal
   std::atomic<uint64_t> next_request_{1};
   std::atomic<uint64_t> outstanding_{0};
+  std::atomic<uint64_t> fetching_{0};
   std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
   std::vector<uint8_t> carry_;  // per target: the lock type the next request carries (caller's thread)
   MessageSync* grants_to_ = nullptr;

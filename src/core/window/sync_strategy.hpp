@@ -44,6 +44,11 @@ class Sync {
   // Tells each rank of ranks that this rank posted (opened an exposure epoch for it) or
   // completed (ended its access epoch to it).
   virtual void notify(Notice notice, const std::vector<int>& ranks) = 0;
+  // Whether what barrier() receives from each rank (notify: each notice) travels behind that
+  // rank's calls to this one, in order, and is taken only after they were served: then those
+  // calls need not be answered before it is sent (Window::complete_calls).
+  virtual bool barrier_follows_calls() const { return false; }
+  virtual bool notices_follow_calls() const { return false; }
   // The bell a wait for a notice or a grant sleeps on (null: the wait polls the transport).
   virtual Bell* bell() = 0;
   // Calls of this rank to target completed (a flush, an unlock, a fence, a complete): wakes a
@@ -108,6 +113,12 @@ class MessageSync final : public Sync {
 
   void barrier() override;
   void notify(Notice notice, const std::vector<int>& ranks) override;
+  // The transport keeps each source's messages in order and the service takes them one at a
+  // time, so a notice or a barrier message comes after the calls sent before it, served.
+  // A notice goes straight to its rank; the barrier's messages do only between two ranks (a
+  // dissemination barrier of more relays them) meeting through messages, not shared memory.
+  bool barrier_follows_calls() const override;
+  bool notices_follow_calls() const override { return true; }
   Bell* bell() override { return nullptr; }
   // A wait_until polls through libfabric: the data of a one-sided write lands unannounced.
   void wake(int) override {}

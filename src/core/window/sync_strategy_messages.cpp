@@ -30,6 +30,8 @@ void MessageSync::barrier() {
   comm_->barrier([this] { return where_("fence", -1); });
 }
 
+bool MessageSync::barrier_follows_calls() const { return comm_->size() == 2 && !comm_->barrier_in_shared_memory(); }
+
 void MessageSync::notify(Notice notice, const std::vector<int>& ranks) {
   Bytes message;
   wire::append<uint32_t>(message, window_);

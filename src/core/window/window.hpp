@@ -279,8 +279,10 @@ class Window : public std::enable_shared_from_this<Window> {
   }
 
   // ---- completion (epoch_calls.cpp) ----
-  // Every call to targets (and every message request) completed at origin and target.
-  void complete_calls(const char* call, const std::vector<int>& targets);
+  // Every call to targets (and every message request) completed at origin and target; or,
+  // followed: the messages that end the epoch follow its calls and complete them at the
+  // target (Sync::barrier_follows_calls), so only those whose replies bring data here.
+  void complete_calls(const char* call, const std::vector<int>& targets, bool followed = false);
   void complete_target(int target, const char* call);
   bool exposure_done() const;
   // Completes target's calls, then gives its lock back; errors name call (unlock, unlock_all).
