@@ -47,7 +47,7 @@ void Transport::wait_until(const std::function<bool()>& done, const Deadline& de
                            bool polls_itself) {
   // The waiter polls the transport itself rather than waiting for the progress thread to wake:
   // it answers fast while messages flow, and backs off to sleeping when they don't.
-  Backoff backoff;
+  Backoff backoff(static_cast<int>(wait_spin_.count()));
   // Counted while it polls the network itself: the progress engine leaves the network to it
   // meanwhile (see waiting_callers()). A wait with a bell leaves progress to the engine, unless
   // its done() polls for itself (polls_itself; see polling_callers()).

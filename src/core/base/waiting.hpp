@@ -31,7 +31,8 @@ int usable_cpus();
 // often outnumber cores), then sleep for doubling intervals up to a cap. reset() after work.
 class Backoff {
  public:
-  explicit Backoff(int spin_us = 20, int yield_us = 500, int max_sleep_us = 1000)
+  static constexpr int kSpinMicroseconds = 20;
+  explicit Backoff(int spin_us = kSpinMicroseconds, int yield_us = 500, int max_sleep_us = 1000)
       : spin_(std::chrono::microseconds(spin_us)),
         yield_(std::chrono::microseconds(yield_us)),
         max_sleep_us_(max_sleep_us) {}

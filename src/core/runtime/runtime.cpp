@@ -1,6 +1,7 @@
 #include "runtime/runtime.hpp"
 
 #include "base/errors.hpp"
+#include "base/waiting.hpp"
 #include "fabric/fabric_transport.hpp"
 #include "runtime/communicator.hpp"
 
@@ -50,6 +51,8 @@ void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses, cons
   }
   Topology topology(hosts, rank());
   transport_->connect(addresses, topology);
+  if (topology.host_count() > 1 && static_cast<int>(topology.host_ranks().size()) >= usable_cpus())
+    transport_->spin_before_yielding(std::chrono::microseconds(0));
   topology_ = std::move(topology);
   progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);
   active_.store(true, std::memory_order_release);
