@@ -109,21 +109,16 @@ std::string path_of(void* handle, const std::string& fallback) {
 
 // Provider settings rma chooses unless the user set them, in the environment, where libfabric
 // reads them once, as its first fi_getinfo starts the providers:
-//   FI_OFI_RXM_BUFFER_SIZE=65536: rxm (which gives tcp its reliable messages) sends a message
-//     of up to this size in one go and splits a larger one, reassembling it at the target
-//     (SAR) or reading it from the origin (rendezvous). At rxm's default, 16 KiB, every one of
-//     rma's 64 KiB fragments (messages/message_assembler.hpp) was split: messages of 32 KiB
-//     and more (accumulates, strided puts) crossed hosts at about 1 GB/s. Measured between
-//     the two hosts of the test bed, accumulate + flush of 32 KiB took 25 instead of 45 us,
-//     of 256 KiB 92-124 instead of 151-161.
-//   FI_OFI_RXM_MSG_RX_SIZE=1024: the receive buffers rxm posts to tcp, each of that size:
-//     4096 by default, which at 64 KiB held 256 MiB per rank (measured: 373 MB resident
-//     against 127); 1024 of them fill one chunk of its buffer pool (it grows 1024 at a time):
-//     about 50 MB more than rxm's defaults take.
-void choose_provider_settings() {
-  setenv("FI_OFI_RXM_BUFFER_SIZE", "65536", /*overwrite=*/0);
-  setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", /*overwrite=*/0);
-}
+//   FI_OFI_RXM_EAGER_LIMIT=65536: rxm (which gives tcp its reliable messages) sends a message
+//     of up to this size in one go, straight from the sender's buffer into the one the
+//     receiver posted (tcp's direct send and dynamic receive buffers), and a larger one by
+//     rendezvous (the receiver reads it). At its default, rxm's buffer size (16 KiB), each of
+//     rma's 64 KiB fragments (messages/message_assembler.hpp) took the rendezvous: messages
+//     of 32 KiB and more (accumulates, strided puts) crossed hosts at about 1 GB/s. Measured
+//     between the two hosts of the test bed, accumulate + flush of 32 KiB took 30-32 instead
+//     of 46-48 us, of 256 KiB 121-135 instead of 231-255. (Raising the buffer size instead did
+//     as much, but rxm's buffer pools are made of that size: 250 MB more per rank.)
+void choose_provider_settings() { setenv("FI_OFI_RXM_EAGER_LIMIT", "65536", /*overwrite=*/0); }
 
 // Loads `choice`; nullopt with `why` saying what is wrong with it (as the dynamic loader
 // says, or a missing function, or a version older than the headers rma was compiled with).
