@@ -522,3 +522,41 @@ def test_a_fence_between_two_hosts_completes_the_calls_that_its_barrier_follows(
     ranks = Job(bed, 2, [sys.executable, "-c", FENCED_PAIR], env={"RMA_CHECK": "0"}).outcome(timeout=60)
     for rank, (status, out, err) in enumerate(ranks):
         assert status == 0 and "rounds done" in out, f"rank {rank}: {err}"
+
+
+OVERTAKING = """
+import numpy as np, rma
+comm = rma.init()
+me, peer = comm.rank, 1 - comm.rank
+n = 64 * 1024
+win = rma.Window.allocate(comm, (2, n), np.int64)
+win.fence()
+for round_ in range(10):
+    tag = 100 * round_ + me
+    # A message each (strided regions), then, in the next epoch, native calls to the same memory.
+    win.put(np.full(n // 2, tag, np.int64), peer, target=np.s_[0, ::2])
+    win.put(np.full(n // 2, -tag, np.int64), peer, target=np.s_[1, ::2])
+    win.fence()
+    back = np.zeros(n, np.int64)
+    win.get(back, peer, target=np.s_[0])
+    win.put(np.full(n, tag + 1, np.int64), peer, target=np.s_[1])
+    win.fence()
+    assert (back[::2] == tag).all(), (round_, "read before the put of the epoch before", back[:4])
+    mine = 100 * round_ + peer + 1
+    assert (win.local[1] == mine).all(), (round_, "overwritten by the put of the epoch before", win.local[1, :4])
+    win.fence()  # (read before the peer's next puts land: an epoch of its own)
+win.free()
+print("rounds done", flush=True)
+"""
+
+
+def test_calls_of_an_epoch_do_not_overtake_those_of_the_epoch_before(bed):
+    # A fence between two ranks ends without waiting for its puts' replies (the barrier
+    # message follows them to the peer), but a large contiguous call of the next epoch is a
+    # native read or write, which the peer's provider serves without its service: it must
+    # not reach the peer's memory before the puts of the epoch before were applied there.
+    ranks = Job(bed, 2, [sys.executable, "-c", OVERTAKING], env={"RMA_CHECK": "0"}).outcome(timeout=60)
+    failed = [
+        f"rank {rank}: {err}" for rank, (status, out, err) in enumerate(ranks) if status or "rounds done" not in out
+    ]
+    assert not failed, "\n".join(failed)

@@ -55,6 +55,7 @@ void Window::complete_calls(const char* call, const std::vector<int>& targets, b
     transport.wait_until(done, *deadline, comm_->members(),
                          [&] { return epochs_.where(call, -1) + " (waiting for its operations to complete)"; });
   }
+  if (followed) fabric_->epoch_ended_unanswered();
   for (int target : targets) sync_->wake(target);
 }
 

@@ -36,7 +36,8 @@ FabricRoute::FabricRoute(std::shared_ptr<Communicator> comm, uint32_t window,
       where_(std::move(where)),
       known_attachments_(peers.size()),
       outstanding_to_(new std::atomic<int64_t>[peers.size()]),
-      carry_(peers.size(), 0) {
+      carry_(peers.size(), 0),
+      behind_(peers.size(), 0) {
   for (size_t r = 0; r < peers.size(); ++r) outstanding_to_[r] = 0;
 }
 
@@ -49,8 +50,24 @@ bool FabricRoute::native(const Region& region) const {
   return one_sided_ && region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
 }
 
+void FabricRoute::epoch_ended_unanswered() {
+  for (size_t target = 0; target < behind_.size(); ++target) {
+    if (outstanding_to_[target].load() != 0) behind_[target] = 1;
+  }
+}
+
+void FabricRoute::await_earlier(int target, const char* call) {
+  if (!behind_[target]) return;
+  std::vector<int> watch{comm_->members()[target]};
+  comm_->runtime().transport().wait_until(
+      [&] { return outstanding_to_[target].load() == 0; }, comm_->runtime().deadline(), watch,
+      [&] { return where_(call, target) + " (waiting for the calls of the epoch before to reach it)"; });
+  behind_[target] = 0;
+}
+
 void FabricRoute::put(int target, const void* data, const Region& region) {
   if (native(region)) {
+    await_earlier(target, "put");
     comm_->runtime().transport().write(comm_->members()[target], data, region.bytes(),
                                        RemoteAddress{peers_[target], region.offset()});
     return;
@@ -64,6 +81,7 @@ void FabricRoute::put(int target, const void* data, const Region& region) {
 
 void FabricRoute::get(int target, void* out, const Region& region) {
   if (native(region)) {
+    await_earlier(target, "get");
     comm_->runtime().transport().read(comm_->members()[target], out, region.bytes(),
                                       RemoteAddress{peers_[target], region.offset()});
     return;

@@ -69,6 +69,12 @@ class FabricRoute final : public Route {
   // accumulates, compare_and_swap, attachment queries): an epoch that ends with messages
   // behind its calls still waits for these (Window::complete_calls).
   uint64_t fetching() const noexcept { return fetching_.load(); }
+  // An epoch ended with requests unanswered (Window::complete_calls, followed): they reach
+  // their targets' services in order, behind the epoch's end, but a native write or read does
+  // not go through the service and could overtake them (read memory they have yet to write,
+  // or be overwritten by them). So the next native call to such a target first waits for
+  // their answers (await_earlier); calls by message keep their order anyway.
+  void epoch_ended_unanswered();
   // The origin side of a reply (the progress engine's thread): stores its data, ends the request.
   // RmaError for a reply nobody waits for.
   // A reply to a request that carried a lock request is that lock's grant, told to `sync`
@@ -96,7 +102,8 @@ class FabricRoute final : public Route {
   // send throws.
   void send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
                     size_t reply_bytes, bool attachments = false);
-  void forget(uint64_t request, int target);  // with pending_mutex_ held
+  void forget(uint64_t request, int target);         // with pending_mutex_ held
+  void await_earlier(int target, const char* call);  // see epoch_ended_unanswered
 
   std::shared_ptr<Communicator> comm_;
   uint32_t window_;
@@ -113,7 +120,8 @@ class FabricRoute final : public Route {
   std::atomic<uint64_t> outstanding_{0};
   std::atomic<uint64_t> fetching_{0};
   std::unique_ptr<std::atomic<int64_t>[]> outstanding_to_;
-  std::vector<uint8_t> carry_;  // per target: the lock type the next request carries (caller's thread)
+  std::vector<uint8_t> carry_;   // per target: the lock type the next request carries (caller's thread)
+  std::vector<uint8_t> behind_;  // per target: requests of an ended epoch unanswered (caller's thread)
   MessageSync* grants_to_ = nullptr;
 };
 
