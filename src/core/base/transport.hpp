@@ -218,7 +218,7 @@ class Transport {
   // RMA_HANG_REPORT: seconds after which a blocked wait says it still waits; <= 0: never.
   void report_hangs_after(double seconds) noexcept { hang_report_seconds_ = seconds; }
   // How long a wait spins before it starts yielding its CPU (Backoff): 0 where the job spans
-  // hosts and this host's ranks have no core each (Runtime::connect). Messages from another
+  // hosts and this host's ranks have no processor each (Runtime::connect). Messages from another
   // host take microseconds anyway, and a rank that spins there keeps off its core the rank
   // the next message is for: a barrier of 4 ranks, 2 on each of two hosts sharing 2 cores,
   // took 66-80 us spinning 20 us first, 41-45 us yielding at once.

@@ -1,6 +1,7 @@
 #include "base/waiting.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -14,6 +15,14 @@ int usable_cpus() {
     return std::max(1, CPU_COUNT(&set));
   }();
   return cpus;
+}
+
+int host_processors() {
+  static const int processors = [] {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? static_cast<int>(online) : usable_cpus();
+  }();
+  return processors;
 }
 
 Deadline Deadline::after(double seconds) {

@@ -25,6 +25,8 @@ class Deadline {
 
 // The CPUs this process may run on (its affinity mask), read once.
 int usable_cpus();
+// The processors online on this host (whatever this process's affinity), read once.
+int host_processors();
 
 // Escalating idle strategy of a polling loop, by time since the last useful work: spin at
 // first (answers arrive within microseconds while messages flow), then yield the CPU (ranks

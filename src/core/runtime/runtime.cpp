@@ -51,7 +51,9 @@ void Runtime::connect(const std::vector<std::vector<std::byte>>& addresses, cons
   }
   Topology topology(hosts, rank());
   transport_->connect(addresses, topology);
-  if (topology.host_count() > 1 && static_cast<int>(topology.host_ranks().size()) >= usable_cpus())
+  // (The host's processors, not this rank's affinity: a rank bound to one core, as mpirun
+  // --bind-to core does, has one, and would count as crowded with any other rank.)
+  if (topology.host_count() > 1 && static_cast<int>(topology.host_ranks().size()) >= host_processors())
     transport_->spin_before_yielding(std::chrono::microseconds(0));
   topology_ = std::move(topology);
   progress_ = std::make_unique<ProgressEngine>(*transport_, options_.progress_sleep_us);

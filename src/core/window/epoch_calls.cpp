@@ -48,8 +48,14 @@ void Window::complete_calls(const char* call, const std::vector<int>& targets, b
   // the replies that bring data here are awaited: a put or accumulate of a fence epoch between
   // two hosts then costs no round trip of its own. (Not for a dynamic window: a target refuses
   // calls to memory it detached, and its reply says so, to be raised at this synchronization.)
+  // Calls to this rank itself (an accumulate through process_vm's route, any call with
+  // RMA_TRANSPORT=libfabric) are messages to itself, which no synchronization message follows:
+  // they are awaited too.
   followed = followed && !dynamic_;
-  auto done = [&] { return (followed ? fabric_->fetching() : fabric_->outstanding()) == 0; };
+  auto done = [&] {
+    if (!followed) return fabric_->outstanding() == 0;
+    return fabric_->fetching() == 0 && fabric_->outstanding_to(rank()) == 0;
+  };
   if (!done()) {
     if (!deadline) deadline = comm_->runtime().deadline();
     transport.wait_until(done, *deadline, comm_->members(),
