@@ -369,18 +369,22 @@ win.free()
 """
 
 
-@pytest.mark.parametrize("setting", ["default", "0"])
-def test_idle_ranks_with_peers_on_other_hosts_use_no_cpu(bed, setting):
+def test_idle_ranks_with_peers_on_other_hosts_use_no_cpu(bed):
     # The progress engine dozes on the rank's bell, which the fabric watcher rings when the
     # network has something for the rank: under 0.9% of a core per idle rank (0.06-0.08% on an
     # AMD EPYC VM; 0.56% seen in the full suite on an Intel Xeon one, with the build of before
-    # 2026-11-26 too). RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%).
-    env = {} if setting == "default" else {"RMA_FABRIC_SLEEP": setting}
-    ranks = Job(bed, 4, [sys.executable, "-c", IDLE], env=env).outcome(timeout=60)
-    for rank, (status, out, err) in enumerate(ranks):
-        assert status == 0, f"rank {rank}: {err}"
-        share = float(re.search(r"idle (\d+\.\d+)%", out).group(1))
-        assert share < 0.9 if setting == "default" else share > 0.9, f"rank {rank}: {out}"
+    # 2026-11-26 too). RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%
+    # alone, 0.87% seen while the sanitized pass loaded both cores): the same job with it, in
+    # the same conditions, takes several times more.
+    shares = {}
+    for setting in ("default", "0"):
+        env = {} if setting == "default" else {"RMA_FABRIC_SLEEP": setting}
+        ranks = Job(bed, 4, [sys.executable, "-c", IDLE], env=env).outcome(timeout=60)
+        for rank, (status, _, err) in enumerate(ranks):
+            assert status == 0, f"{setting}: rank {rank}: {err}"
+        shares[setting] = sorted(float(re.search(r"idle (\d+\.\d+)%", out).group(1)) for _, out, _ in ranks)
+    assert shares["default"][-1] < 0.9, shares
+    assert shares["0"][1] > 2 * shares["default"][1], shares  # (medians, of 4 ranks: the second)
 
 
 WAITING = """
