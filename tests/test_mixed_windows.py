@@ -490,6 +490,16 @@ def test_a_bad_fabric_sleep_setting_is_refused(bed):
         assert status != 0 and "RMA_FABRIC_SLEEP='yes': use 1 or 0" in err, err
 
 
+def assert_pair_finishes(bed, script):
+    """Runs script on 2 ranks, one on each host of bed, without RMA_CHECK (whose exchange
+    replaces the fence's barrier); every rank must end well, having printed "rounds done"."""
+    ranks = Job(bed, 2, [sys.executable, "-c", script], env={"RMA_CHECK": "0"}).outcome(timeout=60)
+    failed = [
+        f"rank {rank}: {err}" for rank, (status, out, err) in enumerate(ranks) if status or "rounds done" not in out
+    ]
+    assert not failed, "\n".join(failed)
+
+
 FENCED_PAIR = """
 import numpy as np, rma
 comm = rma.init()
@@ -522,10 +532,8 @@ def test_a_fence_between_two_hosts_completes_the_calls_that_its_barrier_follows(
     # peer in order, and the peer takes it only after serving them: the fence waits for the
     # replies of the gets alone (Window::complete_calls). Each rank checks the peer's calls
     # landed and its own get was filled (with the wait for replies of gets left out, `got`
-    # is still zero). Without RMA_CHECK, whose exchange replaces the fence's barrier.
-    ranks = Job(bed, 2, [sys.executable, "-c", FENCED_PAIR], env={"RMA_CHECK": "0"}).outcome(timeout=60)
-    for rank, (status, out, err) in enumerate(ranks):
-        assert status == 0 and "rounds done" in out, f"rank {rank}: {err}"
+    # is still zero).
+    assert_pair_finishes(bed, FENCED_PAIR)
 
 
 OVERTAKING = """
@@ -559,11 +567,7 @@ def test_calls_of_an_epoch_do_not_overtake_those_of_the_epoch_before(bed):
     # message follows them to the peer), but a large contiguous call of the next epoch is a
     # native read or write, which the peer's provider serves without its service: it must
     # not reach the peer's memory before the puts of the epoch before were applied there.
-    ranks = Job(bed, 2, [sys.executable, "-c", OVERTAKING], env={"RMA_CHECK": "0"}).outcome(timeout=60)
-    failed = [
-        f"rank {rank}: {err}" for rank, (status, out, err) in enumerate(ranks) if status or "rounds done" not in out
-    ]
-    assert not failed, "\n".join(failed)
+    assert_pair_finishes(bed, OVERTAKING)
 
 
 SELF_CALLS = """
@@ -581,8 +585,7 @@ for round_ in range(200):
         win.accumulate(ones, peer)
         win.accumulate(ones, me)
     win.fence()
-    seen = int(memory[0])
-    assert (memory == 8 * (round_ + 1)).all(), (round_, seen, "of", 8 * (round_ + 1))
+    assert (memory == 8 * (round_ + 1)).all(), (round_, int(memory[0]), "of", 8 * (round_ + 1))
     win.fence()
 win.free()
 print("rounds done", flush=True)
@@ -596,8 +599,4 @@ def test_a_fence_between_two_hosts_completes_calls_to_the_rank_itself(bed):
     # against, the progress thread applying the rank's own message after the peer's barrier
     # message let the fence through, is narrow: this did not catch it in 5 runs without the
     # wait. It asserts what MPI's fence promises for calls to oneself, across hosts.)
-    ranks = Job(bed, 2, [sys.executable, "-c", SELF_CALLS], env={"RMA_CHECK": "0"}).outcome(timeout=60)
-    failed = [
-        f"rank {rank}: {err}" for rank, (status, out, err) in enumerate(ranks) if status or "rounds done" not in out
-    ]
-    assert not failed, "\n".join(failed)
+    assert_pair_finishes(bed, SELF_CALLS)
