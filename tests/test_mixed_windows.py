@@ -376,15 +376,28 @@ def test_idle_ranks_with_peers_on_other_hosts_use_no_cpu(bed):
     # 2026-11-26 too). RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead (1.2-2.6%
     # alone, 0.87% seen while the sanitized pass loaded both cores): the same job with it, in
     # the same conditions, takes several times more.
+    shares = cpu_shares_asleep_and_polling(bed, [IDLE], "idle", range(4))
+    assert max(shares["default"]) < 0.9, shares
+    assert median(shares["0"]) > 2 * median(shares["default"]), shares
+
+
+def cpu_shares_asleep_and_polling(bed, argv, label, ranks_measured):
+    """The shares of a core (percent) that the given ranks of a 4-rank job of `python -c *argv`
+    print after label, with RMA_FABRIC_SLEEP's default ("default") and with it 0 ("0"), sorted."""
     shares = {}
     for setting in ("default", "0"):
         env = {} if setting == "default" else {"RMA_FABRIC_SLEEP": setting}
-        ranks = Job(bed, 4, [sys.executable, "-c", IDLE], env=env).outcome(timeout=60)
+        ranks = Job(bed, 4, [sys.executable, "-c", *argv], env=env).outcome(timeout=60)
         for rank, (status, _, err) in enumerate(ranks):
             assert status == 0, f"{setting}: rank {rank}: {err}"
-        shares[setting] = sorted(float(re.search(r"idle (\d+\.\d+)%", out).group(1)) for _, out, _ in ranks)
-    assert shares["default"][-1] < 0.9, shares
-    assert shares["0"][1] > 2 * shares["default"][1], shares  # (medians, of 4 ranks: the second)
+        shares[setting] = sorted(
+            float(re.search(label + r" (\d+\.\d+)%", ranks[rank][1]).group(1)) for rank in ranks_measured
+        )
+    return shares
+
+
+def median(values):
+    return values[len(values) // 2]  # (of 4 sorted values, the third)
 
 
 WAITING = """
@@ -434,15 +447,14 @@ win.free()
 def test_ranks_waiting_for_other_hosts_leave_the_machine_idle(bed, waiting_in):
     # A rank blocked in a call serves the network itself (the progress engine stands back,
     # asleep until the call ends), and once its wait is long it sleeps on its bell, which the
-    # fabric's watcher rings: its whole process stays under 1% of a core while it waits 2 s for
-    # rank 0 (0.09-0.15% measured; an engine standing back in 1 ms sleeps used 1.5-2.4%).
-    # Ranks 2 and 3 of a recv take no part in it.
-    ranks = Job(bed, 4, [sys.executable, "-c", WAITING, waiting_in]).outcome(timeout=60)
-    for rank, (status, out, err) in enumerate(ranks):
-        assert status == 0, f"rank {rank}: {err}"
-        if rank > 0 and not (waiting_in == "recv" and rank > 1):
-            share = float(re.search(r"waiting (\d+\.\d+)%", out).group(1))
-            assert share < 1.0, f"rank {rank}: {out}"
+    # fabric's watcher rings. RMA_FABRIC_SLEEP=0 polls the fabric every millisecond instead: the
+    # same job with it, in the same conditions, must take more than twice the CPU. (A bound in
+    # percent does not hold from machine to machine: 0.09-0.15% of a core measured on one VM;
+    # 0.9-1.5% on another whose every wake-up costs more, where a plain Python loop of 100 ms
+    # sleeps took 0.5%; polling took 3.0-3.9% there.) Ranks 2 and 3 of a recv take no part.
+    measured = [1] if waiting_in == "recv" else [1, 2, 3]
+    shares = cpu_shares_asleep_and_polling(bed, [WAITING, waiting_in], "waiting", measured)
+    assert median(shares["0"]) > 2 * median(shares["default"]), shares
 
 
 ANSWERED_ASLEEP = """
