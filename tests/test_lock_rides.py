@@ -69,6 +69,34 @@ def test_calls_under_a_lock_reach_the_target_only_once_it_is_granted(comm):
 
 
 @pytest.mark.rma(**THROUGH_FABRIC)
+def test_a_call_in_pieces_under_a_lock_lands_only_once_it_is_granted(comm):
+    # A strided accumulate of 1.6 MB travels as some 26 pieces, each a call of its own: the
+    # first carries the request, the next ones ride it up to the limit the target holds, and
+    # the rest wait for the grant at the origin (a target sent more calls than it holds before
+    # the grant stops trusting the origin). None lands while rank 0 holds its lock.
+    count = 200_000  # int64 of each rank, every other element of its slot
+    win = rma.Window.allocate(comm, 2 * count * comm.size, np.int64)
+    seen = np.zeros(2 * count * comm.size, np.int64)
+    comm.barrier()
+    if comm.rank == 0:
+        hold_then_release(comm, win, seen)
+    else:
+        assert comm.recv(0) == "held"
+        mine = np.arange(count, dtype=np.int64) + comm.rank
+        with win.lock(0, rma.LOCK_EXCLUSIVE):
+            win.accumulate(mine, 0, target=np.s_[2 * count * comm.rank : 2 * count * (comm.rank + 1) : 2], op=rma.SUM)
+    comm.barrier()
+    if comm.rank == 0:
+        assert not seen.any(), np.nonzero(seen)
+        expected = np.zeros(2 * count * comm.size, np.int64)
+        for rank in range(1, comm.size):
+            expected[2 * count * rank : 2 * count * (rank + 1) : 2] = np.arange(count) + rank
+        np.testing.assert_array_equal(win.local, expected)
+    comm.barrier()
+    win.free()
+
+
+@pytest.mark.rma(**THROUGH_FABRIC)
 def test_a_read_under_a_shared_lock_waits_for_the_writer_holding_it(comm):
     # A get rides a shared lock request, which waits behind rank 0's exclusive lock: it reads
     # what rank 0 wrote before its release, not what was there when the get was made.

@@ -140,6 +140,44 @@ def test_strided_origin_and_result(comm):
 
 
 @pytest.mark.rma(**EVERYWHERE)
+def test_calls_larger_than_one_message_land_whole(comm):
+    # Through libfabric, a call that travels as a message (an accumulate; a strided put or get)
+    # and is larger than one 64 KiB fragment goes as pieces, each served as it comes. The
+    # target's memory must end as if the call came whole: every element in the origin's C order,
+    # across the pieces' edges, inside rows (a row of 12,000 int64 is 96 KB) and between them.
+    shape = (6, 24_000)
+    win = rma.Window.allocate(comm, shape, np.int64)
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    mine = np.arange(6 * 12_000, dtype=np.int64).reshape(6, 12_000) * (comm.rank + 1)
+    wide = np.s_[:, ::2]  # every other column: no row is one run
+    win.local[:] = 1
+    win.fence()
+    win.accumulate(mine, right, target=wide, op=rma.SUM)
+    win.fence()
+    expected = np.ones(shape, np.int64)
+    expected[wide] += np.arange(6 * 12_000, dtype=np.int64).reshape(6, 12_000) * (left + 1)
+    np.testing.assert_array_equal(win.local, expected)
+    comm.barrier()  # (looked at before the next calls come)
+    # A fetching accumulate returns the elements of before, piece by piece into its result:
+    # those of the right neighbour, which this rank's accumulate made.
+    fetched = np.zeros((6, 12_000), np.int64)
+    win.get_accumulate(mine, fetched, right, target=wide, op=rma.SUM)
+    win.fence()
+    np.testing.assert_array_equal(fetched, 1 + mine)
+    # A strided put and get: the odd columns.
+    win.put(-mine, right, target=np.s_[:, 1::2])
+    win.fence()
+    back = np.zeros((6, 12_000), np.int64)
+    win.get(back, right, target=np.s_[:, 1::2])
+    win.fence()
+    np.testing.assert_array_equal(back, -mine)
+    np.testing.assert_array_equal(
+        win.local[:, 1::2], -np.arange(6 * 12_000, dtype=np.int64).reshape(6, 12_000) * (left + 1)
+    )
+    win.free()
+
+
+@pytest.mark.rma(**EVERYWHERE)
 def test_accumulate_every_op_and_dtype_against_numpy(comm):
     count = 6
     for dtype in DTYPES:

@@ -1,4 +1,5 @@
 // Target regions and the accumulate kernels, without any fabric.
+#include <algorithm>
 #include <complex>
 #include <cstring>
 #include <random>
@@ -61,6 +62,42 @@ int main() {
     CHECK(region.elements() == 0);
     CHECK(runs(region).empty());
     CHECK((region.extent() == std::pair<int64_t, int64_t>{0, 0}));
+  });
+
+  test::run("pieces of a region visit its elements in order, each piece within its size", [] {
+    // Each element's offset, in the order visited: the origin's data is read in that order.
+    auto elements = [](const Region& region) {
+      std::vector<uint64_t> out;
+      region.for_each_run([&](uint64_t offset, uint64_t length) {
+        for (uint64_t at = 0; at < length; at += region.element_size()) out.push_back(offset + at);
+      });
+      return out;
+    };
+    std::vector<Region> regions{
+        Region::contiguous(16, 8 * 1000, 8),          // one run
+        Region(8 * 23, 8, {{30, 80}, {4, 8}}),        // a block of rows
+        Region(8 * 999, 8, {{500, -16}}),             // a reversed column
+        Region(4, 4, {{3, 4000}, {7, 400}, {9, 8}}),  // three dimensions, strided inside
+        Region(0, 16, {{5, 200}, {10, 16}}),          // rows wider than a piece
+        Region(32, 8, {{0, 8}}),                      // empty
+    };
+    for (const Region& region : regions) {
+      for (uint64_t max_bytes : {8, 64, 100, 1000, 1 << 20}) {
+        std::vector<uint64_t> visited;
+        uint64_t bytes = 0;
+        for (const Region& piece : region.pieces(max_bytes)) {
+          CHECK(piece.bytes() <= std::max<uint64_t>(max_bytes, region.element_size()));
+          CHECK(piece.element_size() == region.element_size());
+          auto found = elements(piece);
+          visited.insert(visited.end(), found.begin(), found.end());
+          bytes += piece.bytes();
+        }
+        CHECK(visited == elements(region));
+        CHECK(bytes == region.bytes());
+      }
+    }
+    CHECK(Region::contiguous(0, 8 * 1000, 8).pieces(800).size() == 10);
+    CHECK(Region::contiguous(0, 800, 8).pieces(800).size() == 1);
   });
 
   test::run("regions survive a message", [] {

@@ -1,5 +1,6 @@
 #include "elements/region.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/errors.hpp"
@@ -59,6 +60,31 @@ std::pair<int64_t, int64_t> Region::extent() const noexcept {
     (span < 0 ? low : high) += span;
   }
   return {low, high + element_size_};
+}
+
+std::vector<Region> Region::pieces(uint64_t max_bytes) const {
+  if (bytes() <= max_bytes || dims_.empty()) return {*this};
+  std::vector<Region> out;
+  const RegionDim& outer = dims_.front();
+  std::vector<RegionDim> inner(dims_.begin() + 1, dims_.end());
+  uint64_t row_bytes = bytes() / outer.count;
+  auto row_offset = [&](uint64_t row) {
+    return static_cast<uint64_t>(static_cast<int64_t>(offset_) + outer.stride * static_cast<int64_t>(row));
+  };
+  if (row_bytes <= max_bytes) {
+    uint64_t rows = max_bytes / row_bytes;
+    for (uint64_t first = 0; first < outer.count; first += rows) {
+      std::vector<RegionDim> dims{{std::min(rows, outer.count - first), outer.stride}};
+      dims.insert(dims.end(), inner.begin(), inner.end());
+      out.emplace_back(row_offset(first), element_size_, std::move(dims));
+    }
+    return out;
+  }
+  for (uint64_t row = 0; row < outer.count; ++row) {
+    for (Region& piece : Region(row_offset(row), element_size_, inner).pieces(max_bytes))
+      out.push_back(std::move(piece));
+  }
+  return out;
 }
 
 void Region::append_to(std::vector<std::byte>& out) const {

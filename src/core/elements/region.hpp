@@ -38,6 +38,11 @@ class Region {
   template <class Visit>
   void for_each_run(Visit&& visit) const;
 
+  // The region cut into pieces of at most max_bytes each (a piece holds one element at least),
+  // in C order: piece k's elements are the origin's elements that follow piece k-1's. Cut along
+  // the outermost dimension, in whole rows where a row fits, else row by row inside it.
+  std::vector<Region> pieces(uint64_t max_bytes) const;
+
   void append_to(std::vector<std::byte>& out) const;
   // Parses what append_to wrote at data[position...], advancing position. Throws
   // MalformedMessage for bytes no append_to writes: too few, more than kMaxDims dimensions,

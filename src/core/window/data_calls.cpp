@@ -6,6 +6,7 @@
 // reached through the fabric, a kernel that refuses process_vm) returns false with nothing
 // done or counted, and the general path takes the call from the start.
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "base/errors.hpp"
@@ -103,14 +104,36 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
 
 // ---- the general calls ----
 
+template <class Call>
+void Window::in_pieces(int target, const Region& region, Call&& call) {
+  if (routes_[target] != fabric_.get() || fabric_->native(region)) return call(region, 0);
+  uint64_t at = 0;  // (bytes of the origin's data before the piece)
+  for (const Region& piece : fabric_->message_pieces(region)) {
+    call(piece, at);
+    at += piece.bytes();
+  }
+}
+
+namespace {
+// data + bytes, for the origin's buffers of a piece (nullptr stays nullptr: no result buffer).
+const void* advanced(const void* data, uint64_t bytes) {
+  return data == nullptr ? nullptr : static_cast<const std::byte*>(data) + bytes;
+}
+void* advanced(void* data, uint64_t bytes) { return data == nullptr ? nullptr : static_cast<std::byte*>(data) + bytes; }
+}  // namespace
+
 void Window::put(int target, const void* data, const Region& region, const char* call) {
   if (!admit(call, target, region)) return;
-  ridden(target, fabric_->native(region), call, [&] { routes_[target]->put(target, data, region); });
+  in_pieces(target, region, [&](const Region& piece, uint64_t at) {
+    ridden(target, fabric_->native(piece), call, [&] { routes_[target]->put(target, advanced(data, at), piece); });
+  });
 }
 
 void Window::get(int target, void* out, const Region& region, const char* call) {
   if (!admit(call, target, region)) return;
-  ridden(target, fabric_->native(region), call, [&] { routes_[target]->get(target, out, region); });
+  in_pieces(target, region, [&](const Region& piece, uint64_t at) {
+    ridden(target, fabric_->native(piece), call, [&] { routes_[target]->get(target, advanced(out, at), piece); });
+  });
 }
 
 void Window::accumulate(int target, ReduceOp op, ElementType type, const void* data, const Region& region,
@@ -126,7 +149,11 @@ void Window::get_accumulate(int target, ReduceOp op, ElementType type, const voi
   }
   if (!admit(call, target, region)) return;
   // (Every accumulate to a fabric target is a message.)
-  ridden(target, false, call, [&] { routes_[target]->accumulate(call, target, op, type, data, result, region); });
+  in_pieces(target, region, [&](const Region& piece, uint64_t at) {
+    ridden(target, false, call, [&] {
+      routes_[target]->accumulate(call, target, op, type, advanced(data, at), advanced(result, at), piece);
+    });
+  });
 }
 
 void Window::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,

@@ -50,6 +50,8 @@ bool FabricRoute::native(const Region& region) const {
   return one_sided_ && region.is_contiguous() && !dynamic_ && region.bytes() >= kNativeMinimumBytes;
 }
 
+std::vector<Region> FabricRoute::message_pieces(const Region& region) const { return region.pieces(kPieceBytes); }
+
 void FabricRoute::epoch_ended_unanswered() {
   for (size_t target = 0; target < behind_.size(); ++target) {
     if (outstanding_to_[target].load() != 0) behind_[target] = 1;

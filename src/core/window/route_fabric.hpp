@@ -1,7 +1,7 @@
 // Reaching a target through libfabric: contiguous put/get from kNativeMinimumBytes on are
 // one-sided fabric operations (delivery completion at the next flush); everything else, and
-// every call on a dynamic window, is one active message that the target applies and answers
-// (window/target_side.cpp serves them). This route keeps the requests waiting for their answer,
+// every call on a dynamic window, is an active message that the target applies and answers
+// (window/target_side.cpp serves them): one, or pieces of one fragment each (message_pieces). This route keeps the requests waiting for their answer,
 // counted per target, which is what completing an epoch waits for.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/transport.hpp"
+#include "messages/message_assembler.hpp"
 #include "runtime/communicator.hpp"
 #include "window/route.hpp"
 
@@ -47,6 +48,13 @@ class FabricRoute final : public Route {
   void compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
                         const Region& region) override;
 
+  // region as the messages of a call that is not native: one, or pieces of kPieceBytes at
+  // most, in the order of the origin's elements. The target serves each piece as it comes,
+  // while the next ones are still on the wire, instead of after the whole message arrived
+  // (each fragment copied into it, then every element applied in one go). MPI asks no more of
+  // one call: an accumulate is atomic per element, and the pieces, calls of their own from one
+  // origin, are served in the order they were sent.
+  std::vector<Region> message_pieces(const Region& region) const;
   // Whether a put or get of region is a one-sided fabric write or read (else a message).
   bool native(const Region& region) const;
 
@@ -96,6 +104,9 @@ class FabricRoute final : public Route {
   // Contiguous transfers from this size on use native RMA (where the transport has it: not in
   // a job on one host that opened no libfabric endpoint); smaller ones travel as messages.
   static constexpr uint64_t kNativeMinimumBytes = 16 * 1024;
+  // A call by message larger than this goes as pieces of at most this many bytes, each its own
+  // message of one fragment (room left for the call's header and region): see message_pieces.
+  static constexpr uint64_t kPieceBytes = kFragmentPayload - 2048;
   uint64_t new_request() { return next_request_++; }
   Bytes apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region);
   // Records the request (its reply goes to reply_to), then sends it; nothing recorded if the
