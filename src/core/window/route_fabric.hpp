@@ -1,8 +1,9 @@
 // Reaching a target through libfabric: contiguous put/get from kNativeMinimumBytes on are
 // one-sided fabric operations (delivery completion at the next flush); everything else, and
 // every call on a dynamic window, is an active message that the target applies and answers
-// (window/target_side.cpp serves them): one, or pieces of one fragment each (message_pieces). This route keeps the requests waiting for their answer,
-// counted per target, which is what completing an epoch waits for.
+// (window/target_side.cpp serves them): one, or pieces of one fragment each (message_pieces).
+// This route keeps the requests waiting for their answer, counted per target, which is what
+// completing an epoch waits for.
 #pragma once
 
 #include <atomic>
