@@ -106,7 +106,7 @@ bool Window::exposes(int target, int64_t low, int64_t high) {
 
 template <class Call>
 void Window::in_pieces(int target, const Region& region, Call&& call) {
-  if (routes_[target] != fabric_.get() || fabric_->native(region)) return call(region, 0);
+  if (routes_[target] != fabric_.get() || fabric_->goes_whole(region)) return call(region, 0);
   uint64_t at = 0;  // (bytes of the origin's data before the piece)
   for (const Region& piece : fabric_->message_pieces(region)) {
     call(piece, at);

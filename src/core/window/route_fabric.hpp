@@ -56,6 +56,9 @@ class FabricRoute final : public Route {
   // one call: an accumulate is atomic per element, and the pieces, calls of their own from one
   // origin, are served in the order they were sent.
   std::vector<Region> message_pieces(const Region& region) const;
+  // Whether a call of region goes whole: native, or one message (no cut, and no vector made
+  // for it: every small call asks).
+  bool goes_whole(const Region& region) const { return native(region) || region.bytes() <= kPieceBytes; }
   // Whether a put or get of region is a one-sided fabric write or read (else a message).
   bool native(const Region& region) const;
 

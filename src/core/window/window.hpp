@@ -261,7 +261,7 @@ class Window : public std::enable_shared_from_this<Window> {
   void ridden(int target, bool native, const char* call, Move&& move);
   // call(piece, bytes of the origin's data before it) for each message a call of region to
   // target travels as (FabricRoute::message_pieces); once with the whole region where the
-  // call is native, or does not go through the fabric route.
+  // call goes whole (FabricRoute::goes_whole), or does not go through the fabric route.
   template <class Call>
   void in_pieces(int target, const Region& region, Call&& call);
   // Whether [low, high) of target's window is exposed (dynamic: inside one attachment).
