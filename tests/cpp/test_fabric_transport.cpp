@@ -264,7 +264,7 @@ void progress_engine_runs_handlers(Rank& me) {
     }
     CHECK(handled.load());
   } else if (me.rank == 1) {
-    me.transport.send(0, kData, {});
+    me.transport.send(0, kData, std::span<const std::byte>{});
   }
   me.barrier(31);
 }

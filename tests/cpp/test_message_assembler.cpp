@@ -1,9 +1,12 @@
 // Reassembly and ordering of active-message fragments, without any fabric.
 #include "messages/message_assembler.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "base/errors.hpp"
+#include "base/message_parts.hpp"
 #include "check.hpp"
 
 namespace {
@@ -26,6 +29,32 @@ FragmentHeader header(uint32_t source, uint64_t sequence, uint64_t offset, uint6
 }  // namespace
 
 int main() {
+  test::run("a message in two parts cut into fragments reads as the parts back to back", [] {
+    // Every cut of a header and data sent from where they are (MessageParts) gives the bytes
+    // of the one buffer they replace, wherever the cut falls: in the head, across, in the tail.
+    std::vector<std::byte> head(37), tail(300), whole;
+    for (size_t i = 0; i < head.size(); ++i) head[i] = std::byte(i);
+    for (size_t i = 0; i < tail.size(); ++i) tail[i] = std::byte(100 + i);
+    whole.insert(whole.end(), head.begin(), head.end());
+    whole.insert(whole.end(), tail.begin(), tail.end());
+    rma::MessageParts parts{head, tail};
+    CHECK(parts.size() == whole.size());
+    for (size_t chunk : {1, 7, 37, 38, 64, 337}) {
+      std::vector<std::byte> joined;
+      for (size_t offset = 0; offset < parts.size(); offset += chunk) {
+        size_t bytes = std::min(chunk, parts.size() - offset);
+        rma::MessageParts piece = parts.slice(offset, bytes);
+        CHECK(piece.size() == bytes);
+        std::vector<std::byte> out(bytes);
+        piece.copy_to(out.data());
+        joined.insert(joined.end(), out.begin(), out.end());
+      }
+      CHECK(joined == whole);
+    }
+    CHECK((rma::MessageParts{tail, {}}.slice(10, 5).head.data() == tail.data() + 10));
+    CHECK((rma::MessageParts{{}, tail}.slice(10, 5).tail.data() == tail.data() + 10));
+  });
+
   test::run("whole messages in order", [] {
     MessageAssembler assembler(2);
     std::vector<ActiveMessage> ready;

@@ -31,7 +31,7 @@ class RingingTransport final : public rma::Transport {
   void write(int, const void*, size_t, const rma::RemoteAddress&) override {}
   void read(int, void*, size_t, const rma::RemoteAddress&) override {}
   void set_handler(uint16_t, rma::ActiveMessageHandler) override {}
-  void send(int, uint16_t, std::span<const std::byte>) override {}
+  void send(int, uint16_t, rma::MessageParts) override {}
   bool idle(int) override { return true; }
   void flush(int, const rma::Deadline&) override {}
   void flush_sends(const rma::Deadline&) override {}

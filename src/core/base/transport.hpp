@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/bell.hpp"
+#include "base/message_parts.hpp"
 #include "base/peer_status.hpp"
 #include "base/topology.hpp"
 #include "base/waiting.hpp"
@@ -111,7 +112,10 @@ class Transport {
   // (message_router.hpp says why).
   // Handler ids: see ActiveMessageId in runtime.hpp for who owns which.
   virtual void set_handler(uint16_t id, ActiveMessageHandler handler) = 0;
-  virtual void send(int target, uint16_t handler, std::span<const std::byte> payload) = 0;
+  virtual void send(int target, uint16_t handler, MessageParts payload) = 0;
+  void send(int target, uint16_t handler, std::span<const std::byte> payload) {
+    send(target, handler, MessageParts{payload, {}});
+  }
 
   // Whether every one-sided operation issued to target has completed (does not wait).
   virtual bool idle(int target) = 0;

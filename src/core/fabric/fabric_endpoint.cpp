@@ -270,9 +270,9 @@ void FabricEndpoint::read(int target, void* destination, size_t length, const Re
   transfer(false, target, destination, length, source);
 }
 
-void FabricEndpoint::send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
+void FabricEndpoint::send(int target, FragmentHeader& header, MessageParts payload, bool first) {
   Operation* op = make_send(target, sizeof header + payload.size());
-  if (!payload.empty()) std::memcpy(op->data + sizeof header, payload.data(), payload.size());
+  payload.copy_to(op->data + sizeof header);
   post_send(op, &header, first);
 }
 

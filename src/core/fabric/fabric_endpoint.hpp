@@ -80,7 +80,7 @@ class FabricEndpoint {
   // Posts one fragment (copied: header, then payload of at most kFragmentPayload bytes). The
   // first fragment of a message (`first`) takes its sequence number from the router when the
   // provider takes it (MessageRouter::commit_first), into header.sequence.
-  void send(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first);
+  void send(int target, FragmentHeader& header, MessageParts payload, bool first);
   // Posts `frame` as it is (Transport::send_frame_as_is); at most kFragmentBytes.
   void send_as_is(int target, std::span<const std::byte> frame);
 

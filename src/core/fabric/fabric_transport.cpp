@@ -72,7 +72,8 @@ class FabricTransport final : public Transport {
   }
 
   void set_handler(uint16_t id, ActiveMessageHandler handler) override { router_.set_handler(id, std::move(handler)); }
-  void send(int target, uint16_t handler, std::span<const std::byte> payload) override;
+  using Transport::send;
+  void send(int target, uint16_t handler, MessageParts payload) override;
 
   bool idle(int target) override {
     check_target(target, "idle");
@@ -182,14 +183,16 @@ void FabricTransport::check_target(int target, const char* call) const {
   if (!connected_) throw RmaError(std::string("rma: ") + call + " before the job was connected");
 }
 
-void FabricTransport::send(int target, uint16_t handler, std::span<const std::byte> payload) {
+void FabricTransport::send(int target, uint16_t handler, MessageParts payload) {
   check_target(target, "send");
   FragmentHeader header = router_.header(handler, payload.size());
   if (target == rank()) {
     // To itself a message needs no fabric and no fragmenting.
     router_.commit_first(target, header, [] { return true; });
     Fragments local;
-    local.emplace_back(header, std::vector<std::byte>(payload.begin(), payload.end()));
+    std::vector<std::byte> whole(payload.size());
+    payload.copy_to(whole.data());
+    local.emplace_back(header, std::move(whole));
     router_.deliver(std::move(local));
     return;
   }
@@ -200,9 +203,9 @@ void FabricTransport::send(int target, uint16_t handler, std::span<const std::by
       size_t chunk = std::min(kFragmentPayload, payload.size() - offset);
       header.offset = offset;
       if (inbox) {
-        link_.push(target, header, payload.subspan(offset, chunk), offset == 0);
+        link_.push(target, header, payload.slice(offset, chunk), offset == 0);
       } else {
-        fabric_endpoint("send").send(target, header, payload.subspan(offset, chunk), offset == 0);
+        fabric_endpoint("send").send(target, header, payload.slice(offset, chunk), offset == 0);
       }
       link_.ring(target);  // its progress engine may sleep, and some providers need the target's progress
       offset += chunk;

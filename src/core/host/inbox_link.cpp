@@ -44,7 +44,7 @@ void InboxLink::connect(const std::vector<std::string>& names, const Topology& t
   }
 }
 
-void InboxLink::push(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first) {
+void InboxLink::push(int target, FragmentHeader& header, MessageParts payload, bool first) {
   ShmInbox& inbox = *peers_[target];
   auto bytes = std::as_bytes(std::span(&header, 1));
   auto attempt = [&] {

@@ -51,7 +51,7 @@ class InboxLink {
   // target's ring is full it waits with the owner's progress (Transport::wait_until,
   // uninterruptible): PeerError if target dies, TimeoutError at the deadline. The caller
   // rings target's bell.
-  void push(int target, FragmentHeader& header, std::span<const std::byte> payload, bool first);
+  void push(int target, FragmentHeader& header, MessageParts payload, bool first);
   // Wakes target if it sleeps on its bell; nothing for a rank not reached.
   void ring(int target) noexcept {
     if (reaches(target)) peers_[target]->bell().ring();

@@ -70,13 +70,13 @@ std::byte* ShmInbox::slot(int source, uint64_t index) {
 
 std::atomic<uint32_t>& ShmInbox::length_of(std::byte* slot) { return *reinterpret_cast<std::atomic<uint32_t>*>(slot); }
 
-bool ShmInbox::try_push(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
+bool ShmInbox::try_push(int source, std::span<const std::byte> header, MessageParts payload) {
   Ring& r = ring(source);
   std::byte* at = slot(source, r.tail);
   std::atomic<uint32_t>& length = length_of(at);
   if (length.load(std::memory_order_acquire) != 0) return false;  // full: the consumer has not taken it yet
   std::memcpy(at + kFragmentAt, header.data(), header.size());
-  if (!payload.empty()) std::memcpy(at + kFragmentAt + header.size(), payload.data(), payload.size());
+  payload.copy_to(at + kFragmentAt + header.size());
   length.store(static_cast<uint32_t>(header.size() + payload.size()), std::memory_order_release);  // it shows
   ++r.tail;
   return true;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/bell.hpp"
+#include "base/message_parts.hpp"
 #include "host/shared_segment.hpp"
 
 namespace rma {
@@ -47,7 +48,7 @@ class ShmInbox {
 
   // Producer (the source rank, one thread at a time): copies header and payload into the
   // ring from `source` as one fragment; false if the ring is full (nothing written).
-  bool try_push(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
+  bool try_push(int source, std::span<const std::byte> header, MessageParts payload);
   // Consumer (the owner, one thread at a time): calls take(source, bytes) for every waiting
   // fragment, with the rank whose ring it was in (the span is valid during the call only; a
   // length word past the slot, which only a broken peer writes, is cut to the slot). Returns

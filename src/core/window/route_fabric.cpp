@@ -76,9 +76,7 @@ void FabricRoute::put(int target, const void* data, const Region& region) {
   }
   // A small or strided region: one message that the target scatters.
   Bytes message = apply_request(window_wire::Kind::Copy, ReduceOp::Replace, ElementType::Bytes, region);
-  auto bytes = static_cast<const std::byte*>(data);
-  message.insert(message.end(), bytes, bytes + region.bytes());
-  send_request("put", kWindowApply, target, message, nullptr, 0);
+  send_request("put", kWindowApply, target, message, {static_cast<const std::byte*>(data), region.bytes()}, nullptr, 0);
 }
 
 void FabricRoute::get(int target, void* out, const Region& region) {
@@ -90,7 +88,7 @@ void FabricRoute::get(int target, void* out, const Region& region) {
   }
   Bytes message = window_wire::header(window_, new_request());
   region.append_to(message);
-  send_request("get", kWindowRead, target, message, out, region.bytes());
+  send_request("get", kWindowRead, target, message, {}, out, region.bytes());
 }
 
 void FabricRoute::accumulate(const char* call, int target, ReduceOp op, ElementType type, const void* data,
@@ -100,11 +98,9 @@ void FabricRoute::accumulate(const char* call, int target, ReduceOp op, ElementT
   // every op and type.
   auto kind = result ? window_wire::Kind::FetchAccumulate : window_wire::Kind::Accumulate;
   Bytes message = apply_request(kind, op, type, region);
-  if (op != ReduceOp::NoOp) {
-    auto bytes = static_cast<const std::byte*>(data);
-    message.insert(message.end(), bytes, bytes + region.bytes());
-  }
-  send_request(call, kWindowApply, target, message, result, result ? region.bytes() : 0);
+  std::span<const std::byte> operand;  // (NoOp takes none)
+  if (op != ReduceOp::NoOp) operand = {static_cast<const std::byte*>(data), region.bytes()};
+  send_request(call, kWindowApply, target, message, operand, result, result ? region.bytes() : 0);
 }
 
 void FabricRoute::compare_and_swap(int target, ElementType type, const void* data, const void* compare, void* result,
@@ -114,7 +110,7 @@ void FabricRoute::compare_and_swap(int target, ElementType type, const void* dat
   auto comparand = static_cast<const std::byte*>(compare);
   message.insert(message.end(), operand, operand + region.bytes());
   message.insert(message.end(), comparand, comparand + region.bytes());
-  send_request("compare_and_swap", kWindowApply, target, message, result, region.bytes());
+  send_request("compare_and_swap", kWindowApply, target, message, {}, result, region.bytes());
 }
 
 Bytes FabricRoute::apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region) {
@@ -128,8 +124,8 @@ Bytes FabricRoute::apply_request(window_wire::Kind kind, ReduceOp op, ElementTyp
   return message;
 }
 
-void FabricRoute::send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
-                               size_t reply_bytes, bool attachments) {
+void FabricRoute::send_request(const char* call, uint16_t handler, int target, const Bytes& message,
+                               std::span<const std::byte> data, void* reply_to, size_t reply_bytes, bool attachments) {
   uint64_t request;
   std::memcpy(&request, message.data() + 4, sizeof request);
   uint8_t lock_type = std::exchange(carry_[target], 0);
@@ -152,10 +148,10 @@ void FabricRoute::send_request(const char* call, uint16_t handler, int target, c
       wire::append<uint8_t>(locked, lock_type);
       wire::append<uint16_t>(locked, handler);
       locked.insert(locked.end(), message.begin(), message.end());
-      comm_->runtime().transport().send(comm_->members()[target], kWindowLockedCall, locked);
+      comm_->runtime().transport().send(comm_->members()[target], kWindowLockedCall, MessageParts{locked, data});
       return;
     }
-    comm_->runtime().transport().send(comm_->members()[target], handler, message);
+    comm_->runtime().transport().send(comm_->members()[target], handler, MessageParts{message, data});
   } catch (...) {
     std::lock_guard lock(pending_mutex_);
     forget(request, target);
@@ -180,7 +176,7 @@ bool FabricRoute::attached(int target, int64_t low, int64_t high) {
   // Not in what we knew: ask the target for its attachments now (they change without notice).
   uint64_t request = new_request();
   Bytes answer;
-  send_request("attachments query", kWindowAttachments, target, window_wire::header(window_, request), &answer, 0,
+  send_request("attachments query", kWindowAttachments, target, window_wire::header(window_, request), {}, &answer, 0,
                true);
   try {
     std::vector<int> watch{comm_->members()[target]};

@@ -113,10 +113,11 @@ class FabricRoute final : public Route {
   static constexpr uint64_t kPieceBytes = kFragmentPayload - 2048;
   uint64_t new_request() { return next_request_++; }
   Bytes apply_request(window_wire::Kind kind, ReduceOp op, ElementType type, const Region& region);
-  // Records the request (its reply goes to reply_to), then sends it; nothing recorded if the
-  // send throws.
-  void send_request(const char* call, uint16_t handler, int target, const Bytes& message, void* reply_to,
-                    size_t reply_bytes, bool attachments = false);
+  // Records the request (its reply goes to reply_to), then sends it: message, then the
+  // caller's data (sent from where it is, not copied into message first); nothing recorded if
+  // the send throws.
+  void send_request(const char* call, uint16_t handler, int target, const Bytes& message,
+                    std::span<const std::byte> data, void* reply_to, size_t reply_bytes, bool attachments = false);
   void forget(uint64_t request, int target);         // with pending_mutex_ held
   void await_earlier(int target, const char* call);  // see epoch_ended_unanswered
 
