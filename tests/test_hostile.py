@@ -31,6 +31,7 @@ import subprocess
 import pytest
 
 from handmade_ranks import run_job
+from tcp_provider import tcp_provider_opened
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -66,8 +67,8 @@ runtime = join._job.runtime
 address = runtime.address()
 endpoint = address[: len(address) - address[-1] - 1].hex()
 names = comm.allgather(endpoint)
-PROVIDER = {{"tcp": "tcp;ofi_rxm", "shm": "shm"}}[os.environ["RMA_PROVIDER"]]
-NODE = "127.0.0.1" if PROVIDER.startswith("tcp") else ""
+PROVIDER = join.provider()  # (what "tcp" opened: net or tcp;ofi_rxm; the outsider opens the same)
+NODE = "" if PROVIDER == "shm" else "127.0.0.1"
 
 def outsider(rank, *args):
     run = subprocess.run([{outsider!r}, PROVIDER, NODE, names[rank], *map(str, args)],
@@ -264,4 +265,4 @@ def test_across_hosts_a_provider_that_cannot_tell_sources_needs_the_user_to_trus
     # tcp can: the same job joins.
     ranks = Job(bed, 2, [sys.executable, "-c", JOIN], env={"RMA_PROVIDER": "tcp", "RMA_TIMEOUT": "30"}).outcome(60)
     for status, out, err in ranks:
-        assert status == 0 and "joined 2 tcp;ofi_rxm" in out, err
+        assert status == 0 and f"joined 2 {tcp_provider_opened()}" in out, err

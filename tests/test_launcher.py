@@ -17,6 +17,7 @@ import pytest
 
 from rma._job.shm_files import cleanup_shm_files
 from rma.launcher.cli import build_command, split_argv
+from tcp_provider import tcp_provider_opened
 
 WAIT = 15.0
 RMARUN = [sys.executable, "-m", "rma"]
@@ -206,7 +207,9 @@ def test_info_says_which_transport_a_job_would_use(monkeypatch):
     assert result.stdout.startswith("rma ")
     assert "between the ranks of one host (RMA_TRANSPORT=auto): shared memory" in result.stdout
     assert "a job with all ranks on this host: no libfabric" in result.stdout
-    assert "a job with ranks on several hosts: libfabric provider tcp;ofi_rxm" in result.stdout
+    opened = tcp_provider_opened()
+    opens = f", which opens {opened}" if opened != "tcp" else ""
+    assert f"a job with ranks on several hosts: libfabric provider tcp (automatic){opens}\n" in result.stdout
     monkeypatch.setenv("RMA_TRANSPORT", "libfabric")
     result = rmarun("--info")
     assert "(RMA_TRANSPORT=libfabric): libfabric for windows and messages" in result.stdout

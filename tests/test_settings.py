@@ -142,7 +142,7 @@ def test_a_bad_place_in_the_job_is_refused_in_one_line(env, complaint):
         ({"RMA_TRANSPORT": "Shared-Memory"}, "transport", "shared-memory"),
         ({}, "provider", ""),
         ({"RMA_PROVIDER": "auto"}, "provider", ""),
-        ({"RMA_PROVIDER": "tcp"}, "provider", "tcp;ofi_rxm"),
+        ({"RMA_PROVIDER": "tcp"}, "provider", "tcp"),
         ({"RMA_PROVIDER": "verbs;ofi_rxm"}, "provider", "verbs;ofi_rxm"),
         ({}, "check", None),
         ({"RMA_CHECK": "1"}, "check", "raise"),

@@ -80,7 +80,7 @@ class JobChoice:
     uses_libfabric: bool
     """False: every byte moves through shared memory and libfabric is never loaded."""
     reason: str
-    """Why: "RMA_PROVIDER" (set), "automatic" (shm on one host, tcp;ofi_rxm across hosts), or
+    """Why: "RMA_PROVIDER" (set), "automatic" (shm on one host, tcp across hosts), or
     "shared memory only" (no libfabric: RMA_TRANSPORT=libfabric or RMA_PROVIDER would open it)."""
     provider: str
     """The provider asked of libfabric ("" without libfabric)."""
@@ -156,7 +156,10 @@ def _job_choice(same_host: bool, fabric: Libfabric) -> JobChoice:
             problem = str(exc)
     reason = "RMA_PROVIDER" if requested else "automatic"
     usable, knowing = fabric.usable_providers, fabric.providers_that_know_sources
-    return JobChoice(same_host, True, reason, provider, node, provider in usable, provider in knowing, modes, problem)
+    # (What it opens, where libfabric said: "tcp" may stand for net or tcp;ofi_rxm.)
+    opened = modes.provider if modes is not None else provider
+    available, knowing = settings.serves(provider, usable), settings.serves(opened, knowing)
+    return JobChoice(same_host, True, reason, provider, node, available, knowing, modes, problem)
 
 
 def _libfabric() -> Libfabric:

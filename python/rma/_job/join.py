@@ -47,10 +47,11 @@ def choose_provider(requested: str, same_host: bool) -> tuple[str, str]:
     """Return the libfabric provider and bind address for a job.
 
     `requested` is RMA_PROVIDER as settings.provider() gives it ("" to choose): shm when every
-    rank shares the host, tcp;ofi_rxm otherwise. tcp binds to loopback when the job is on one host.
+    rank shares the host, tcp otherwise (libfabric's fastest endpoint over TCP: net or tcp, else
+    tcp;ofi_rxm). tcp binds to loopback when the job is on one host.
     """
-    provider = requested or ("shm" if same_host else "tcp;ofi_rxm")
-    node = "127.0.0.1" if provider.split(";")[0] in ("tcp", "sockets") and same_host else ""
+    provider = requested or ("shm" if same_host else "tcp")
+    node = "127.0.0.1" if provider.split(";")[0] in ("tcp", "net", "sockets") and same_host else ""
     return provider, node
 
 

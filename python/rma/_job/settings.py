@@ -233,15 +233,18 @@ def transport(env: Mapping[str, str] | None = None) -> str:
     return _choice("RMA_TRANSPORT", choices, "auto", accepted, env)
 
 
-# Provider shorthands accepted by RMA_PROVIDER and rmarun --provider.
-_PROVIDER_SHORTHANDS = {"tcp": "tcp;ofi_rxm"}
+# "tcp" (RMA_PROVIDER, rmarun --provider, and the automatic choice across hosts) asks libfabric
+# for its fastest RDM endpoint over TCP: its own (net in libfabric 1.17, bare tcp from 1.18 on)
+# where it has one, else tcp;ofi_rxm (src/core/fabric/fabric_endpoint.cpp, FabricEndpoint::find).
+# Any of these serves it.
+_TCP_PROVIDERS = ("net", "tcp", "tcp;ofi_rxm")
 # A core provider, then perhaps a utility provider after a ";".
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]+(;[A-Za-z0-9_-]+)?")
 
 
 def requested_provider(raw: str, name: str = "RMA_PROVIDER") -> str:
     """The libfabric provider asked for by `name` (RMA_PROVIDER, rmarun --provider): "" for the
-    automatic choice (blank or auto), else its name, "tcp" standing for "tcp;ofi_rxm".
+    automatic choice (blank or auto), else its name ("tcp": libfabric's fastest endpoint over TCP).
 
     Here only its form is judged: libfabric names its providers with letters, digits, "_" and
     "-", a utility provider after a ";" (verbs;ofi_rxm). Whether one by that name serves rma is
@@ -251,7 +254,7 @@ def requested_provider(raw: str, name: str = "RMA_PROVIDER") -> str:
         return ""
     if not _PROVIDER_NAME.fullmatch(text):
         raise _refuse(name, raw, "use auto, shm, tcp or a libfabric provider name (such as verbs;ofi_rxm)")
-    return _PROVIDER_SHORTHANDS.get(text, text)
+    return text
 
 
 def provider(env: Mapping[str, str] | None = None) -> str:
@@ -266,9 +269,14 @@ def unusable_provider(usable: Sequence[str], raw: str | None = None, name: str =
     or when none was asked for."""
     raw = os.environ.get("RMA_PROVIDER", "") if raw is None else raw
     requested = requested_provider(raw, name)
-    if not requested or requested in usable:
+    if not requested or serves(requested, usable):
         return None
     return _refuse(name, raw, f"no provider of that name serves rma here; use auto or one of {', '.join(usable)}")
+
+
+def serves(requested: str, usable: Sequence[str]) -> bool:
+    """Whether a libfabric whose usable providers are `usable` serves the provider asked for."""
+    return requested in usable or (requested == "tcp" and any(name in _TCP_PROVIDERS for name in usable))
 
 
 def mr_strict(env: Mapping[str, str] | None = None) -> bool:

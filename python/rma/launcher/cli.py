@@ -310,7 +310,7 @@ def _judge_settings(args: argparse.Namespace, placement: list[str] | None) -> No
     # Asking this host's libfabric whether it serves a provider costs loading it (half a second):
     # only for a name other than shm and tcp, which nearly every libfabric has (a rank reports
     # one that is missing). The ranks of other hosts ask their own libfabric.
-    if job.provider not in ("", "shm", "tcp;ofi_rxm") and all(map(is_local, set(placement or []))):
+    if job.provider not in ("", "shm", "tcp", "tcp;ofi_rxm") and all(map(is_local, set(placement or []))):
         from .._native import _core
 
         _core.use_libfabric(job.libfabric)

@@ -46,8 +46,10 @@ def print_info(as_json: bool = False) -> int:
         state = "" if choice.available else "  (NOT available here)"
         if not choice.same_host and choice.available and not choice.knows_sources:
             state += "  (cannot tell a message's source: refused across hosts unless RMA_TRUST_NETWORK=1)"
-        print(f"a job with {where}: libfabric provider {choice.provider}{bound} ({source}){state}")
         modes = choice.modes
+        # ("tcp" names a choice among libfabric's endpoints over TCP: say which one it makes.)
+        opens = f", which opens {modes.provider}" if modes is not None and modes.provider != choice.provider else ""
+        print(f"a job with {where}: libfabric provider {choice.provider}{bound} ({source}){opens}{state}")
         if modes is not None:
             print(
                 f"  modes: mr_mode {modes.mr_mode}; data progress {modes.data_progress}, control progress "

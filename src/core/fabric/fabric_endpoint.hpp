@@ -1,4 +1,4 @@
-// One rank's libfabric endpoint (RDM; providers shm and tcp;ofi_rxm): messages as fragments
+// One rank's libfabric endpoint (RDM; providers shm, net and tcp;ofi_rxm): messages as fragments
 // into posted receives, one-sided writes and reads on registered memory, and the completions
 // of both.
 //
@@ -49,11 +49,15 @@ class FabricEndpoint {
   // The fi_getinfo hints for what rma needs; provider "" means any.
   static fabric::Info hints(const std::string& provider);
   // What fi_getinfo offers an endpoint of `provider` bound to `node` (as the constructor's
-  // arguments): the hints, with FI_SOURCE where the provider has it. Throws FabricError.
+  // arguments): the hints, with FI_SOURCE where the provider has it; for "tcp", libfabric's
+  // own RDM endpoint over TCP where it has one (net, or bare tcp from 1.18 on), else
+  // tcp;ofi_rxm. Throws FabricError.
   static fabric::Info find(const std::string& provider, const std::string& node);
-  // Whether the completion queue of an endpoint of `provider` gets a wait fd when one is
-  // asked for (sleep_fd): shm's queues cannot sleep, and its peers ring the rank's bell anyway.
-  static bool wants_wait_fd(const std::string& provider, bool sleep_fd);
+  // How an idle rank sleeps on the completion queue of an endpoint of `provider` when it is
+  // asked to (sleep_fd): not at all on shm's (its queues cannot sleep, and its peers ring the
+  // rank's bell anyway); on a wait set for libfabric 1.17's net, whose fi_trywait is a stub
+  // (fabric::CompletionWait); else on the queue's own wait fd.
+  static fabric::CompletionWait completion_wait(const std::string& provider, bool sleep_fd);
   // Providers whose FI_SOURCE does not tell a process outside the job from the job's ranks
   // (shm: see the constructor), whatever their caps say.
   static bool provider_knows_no_sources(const std::string& provider);
@@ -142,7 +146,7 @@ class FabricEndpoint {
   std::optional<fabric::LocalRegistrations> local_;
   std::vector<std::byte> name_;
   uint64_t mr_mode_ = 0;
-  bool wait_fd_ = false;
+  fabric::CompletionWait completion_wait_ = fabric::CompletionWait::none;
   bool knows_sources_ = false;
   std::atomic<uint64_t> dropped_from_outside_{0};
 

@@ -83,7 +83,7 @@ std::string mr_mode_names(uint64_t mode) {
 }
 }  // namespace
 
-ProviderModes modes_in_force(const fi_info* info, uint64_t mr_mode, bool wait_fd) {
+ProviderModes modes_in_force(const fi_info* info, uint64_t mr_mode, CompletionWait wait) {
   const fi_domain_attr& domain = *info->domain_attr;
   return {
       {"provider", info->fabric_attr->prov_name ? info->fabric_attr->prov_name : ""},
@@ -92,7 +92,7 @@ ProviderModes modes_in_force(const fi_info* info, uint64_t mr_mode, bool wait_fd
       {"control_progress", name_of<fi_progress>(domain.control_progress, kProgress)},
       {"threading", name_of<fi_threading>(domain.threading, kThreading)},
       {"cq_format", name_of<fi_cq_format>(kCompletionFormat, kCqFormats)},
-      {"cq_wait", name_of<fi_wait_obj>(completion_wait_object(wait_fd), kWaitObjects)},
+      {"cq_wait", name_of<fi_wait_obj>(completion_wait_object(wait), kWaitObjects)},
   };
 }
 

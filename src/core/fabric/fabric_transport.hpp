@@ -1,4 +1,4 @@
-// The transport over libfabric RDM endpoints (providers shm and tcp;ofi_rxm), with messages
+// The transport over libfabric RDM endpoints (providers shm, net and tcp;ofi_rxm), with messages
 // between the ranks of one host through their shared-memory inboxes instead.
 #pragma once
 

@@ -50,6 +50,7 @@ Handle<T>::Handle(T* raw, std::shared_ptr<void> parent, const char* kind)
 template class Handle<fid_fabric>;
 template class Handle<fid_domain>;
 template class Handle<fid_cq>;
+template class Handle<fid_wait>;
 template class Handle<fid_av>;
 template class Handle<fid_ep>;
 template class Handle<fid_mr>;
@@ -71,16 +72,25 @@ fid_domain* open_domain(fid_fabric* fabric, fi_info* info) {
   return domain;
 }
 
-fid_cq* open_cq(fid_domain* domain, size_t size, bool wait_fd) {
+fid_cq* open_cq(fid_domain* domain, size_t size, CompletionWait wait, fid_wait* set) {
   fi_cq_attr attr{};
   attr.size = size;
   attr.format = kCompletionFormat;
   // shm's CQs cannot sleep on a wait object (its progress engine polls with backoff); tcp's
-  // (through rxm) can, on an fd that also watches the connections' sockets.
-  attr.wait_obj = completion_wait_object(wait_fd);
+  // can, on an fd that also watches the connections' sockets.
+  attr.wait_obj = completion_wait_object(wait);
+  attr.wait_set = set;
   fid_cq* cq = nullptr;
   check(fi_cq_open(domain, &attr, &cq, nullptr), "fi_cq_open");
   return cq;
+}
+
+fid_wait* open_wait_set(fid_fabric* fabric) {
+  fi_wait_attr attr{};
+  attr.wait_obj = FI_WAIT_FD;
+  fid_wait* set = nullptr;
+  check(fi_wait_open(fabric, &attr, &set), "fi_wait_open");
+  return set;
 }
 
 fid_av* open_av(fid_domain* domain, size_t count) {
@@ -109,13 +119,45 @@ fid_mr* register_region(fid_domain* domain, void* base, size_t length, uint64_t 
 Domain::Domain(const Fabric& fabric, fi_info* info)
     : Handle(open_domain(fabric.get(), info), fabric.keep_alive(), "domain") {}
 
-CompletionQueue::CompletionQueue(const Domain& domain, size_t size, bool wait_fd)
-    : Handle(open_cq(domain.get(), size, wait_fd), domain.keep_alive(), "completion queue") {
+fi_wait_obj completion_wait_object(CompletionWait wait) noexcept {
+  switch (wait) {
+    case CompletionWait::fd: return FI_WAIT_FD;
+    case CompletionWait::wait_set: return FI_WAIT_SET;
+    case CompletionWait::none: break;
+  }
+  return FI_WAIT_NONE;
+}
+
+WaitSet::WaitSet(const Fabric& fabric) : Handle(open_wait_set(fabric.get()), fabric.keep_alive(), "wait set") {}
+
+CompletionQueue::CompletionQueue(const Domain& domain, size_t size, CompletionWait wait, const Fabric* fabric)
+    : CompletionQueue(
+          domain, size, wait,
+          wait == CompletionWait::wait_set ? std::optional<WaitSet>(std::in_place, *fabric) : std::nullopt) {}
+
+namespace {
+// What a queue's deleter holds: its domain and, when it signals one, its wait set, both closed
+// only after the queue.
+std::shared_ptr<void> queue_parents(const Domain& domain, const std::optional<WaitSet>& set) {
+  if (!set) return domain.keep_alive();
+  return std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(domain.keep_alive(),
+                                                                                   set->keep_alive());
+}
+}  // namespace
+
+CompletionQueue::CompletionQueue(const Domain& domain, size_t size, CompletionWait wait, std::optional<WaitSet>&& set)
+    : Handle(open_cq(domain.get(), size, wait, set ? set->get() : nullptr), queue_parents(domain, set),
+             "completion queue"),
+      set_(std::move(set)) {
   int fd = -1;
-  if (wait_fd && fi_control(&get()->fid, FI_GETWAIT, &fd) == 0) wait_fd_ = fd;
+  fid* waited = set_ ? &set_->get()->fid : &get()->fid;
+  if (wait != CompletionWait::none && fi_control(waited, FI_GETWAIT, &fd) == 0) wait_fd_ = fd;
 }
 
 bool CompletionQueue::try_wait(const Fabric& fabric) {
+  // fi_wait with no time to wait runs the set's own check (which clears its signal) and says
+  // -FI_ETIMEDOUT when nothing is pending; 0 (or an error) means poll first.
+  if (set_) return fi_wait(set_->get(), 0) == -FI_ETIMEDOUT;
   fid* queue = &get()->fid;
   return fi_trywait(fabric.get(), &queue, 1) == 0;
 }

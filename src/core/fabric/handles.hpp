@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,21 +74,39 @@ class Domain : public Handle<fid_domain> {
   Domain(const Fabric& fabric, fi_info* info);
 };
 
-// What a CompletionQueue asks libfabric for: entries in this format, and a wait object when
-// wait_fd is asked for. Named here once, for the queue and for `python -m rma --info`.
+// What a CompletionQueue asks libfabric for: entries in this format, and how an idle rank may
+// sleep on it. Named here once, for the queue and for `python -m rma --info`.
 inline constexpr fi_cq_format kCompletionFormat = FI_CQ_FORMAT_DATA;
-constexpr fi_wait_obj completion_wait_object(bool wait_fd) noexcept { return wait_fd ? FI_WAIT_FD : FI_WAIT_NONE; }
+enum class CompletionWait {
+  none,  // polled only (shm: its queues cannot sleep)
+  fd,    // FI_WAIT_FD: the queue's own wait fd, armed by fi_trywait
+  // FI_WAIT_SET: the queue signals a wait set of its own, whose fd is slept on, armed by
+  // fi_wait(set, 0). For providers whose fi_trywait is a stub that clears nothing: libfabric
+  // 1.17's net returns 0 from it and never resets the queue's signal, so after the first
+  // completion the fd stayed readable and an idle rank's watcher woke without end (0.2-0.4 s
+  // of CPU per second, measured). fi_wait runs the wait set's own check, which resets it.
+  wait_set,
+};
+fi_wait_obj completion_wait_object(CompletionWait wait) noexcept;
 
-// A completion queue in FI_CQ_FORMAT_DATA. Polled; with a wait fd (wait_fd=true, for
-// providers that have one: not shm), an idle rank can also sleep until it has work.
+// A set that completion queues signal (fi_wait_open with FI_WAIT_FD), see CompletionWait.
+class WaitSet : public Handle<fid_wait> {
+ public:
+  explicit WaitSet(const Fabric& fabric);
+};
+
+// A completion queue in FI_CQ_FORMAT_DATA. Polled; with a wait object (CompletionWait), an
+// idle rank can also sleep until it has work.
 class CompletionQueue : public Handle<fid_cq> {
  public:
-  CompletionQueue(const Domain& domain, size_t size, bool wait_fd = false);
+  // `fabric`: where the queue's wait set opens (CompletionWait::wait_set only).
+  CompletionQueue(const Domain& domain, size_t size, CompletionWait wait = CompletionWait::none,
+                  const Fabric* fabric = nullptr);
   // The fd that becomes readable when the queue may have work (poll it after try_wait), or -1.
   int wait_fd() const noexcept { return wait_fd_; }
-  // fi_trywait: true when nothing is pending, so that sleeping on wait_fd() misses nothing;
-  // false when the queue must be read (or progressed) first. Under the caller's lock of the
-  // queue's other users.
+  // True when nothing is pending, so that sleeping on wait_fd() misses nothing; false when the
+  // queue must be read (or progressed) first (fi_trywait, or fi_wait on the queue's wait set).
+  // Under the caller's lock of the queue's other users.
   bool try_wait(const Fabric& fabric);
   // Reads up to max entries; returns how many (0 when empty). An error entry makes this
   // read it with fi_cq_readerr and return -1 after copying it into *error. With `sources`
@@ -97,6 +116,8 @@ class CompletionQueue : public Handle<fid_cq> {
   long read(fi_cq_data_entry* entries, size_t max, fi_cq_err_entry* error, fi_addr_t* sources = nullptr);
 
  private:
+  CompletionQueue(const Domain& domain, size_t size, CompletionWait wait, std::optional<WaitSet>&& set);
+  std::optional<WaitSet> set_;  // (the queue's deleter keeps it open until the queue is closed)
   int wait_fd_ = -1;
 };
 

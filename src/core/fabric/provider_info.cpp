@@ -82,7 +82,7 @@ ProviderModes provider_modes(const std::string& provider, const std::string& nod
   // The provider fi_getinfo chose (provider "" lets it choose), as the endpoint names it.
   std::string chosen = found->fabric_attr->prov_name ? found->fabric_attr->prov_name : provider;
   uint64_t mr_mode = fabric::LocalRegistrations::mr_mode_in_force(found->domain_attr->mr_mode, mr_strict);
-  return fabric::modes_in_force(found.get(), mr_mode, FabricEndpoint::wants_wait_fd(chosen, sleep_fd));
+  return fabric::modes_in_force(found.get(), mr_mode, FabricEndpoint::completion_wait(chosen, sleep_fd));
 }
 
 }  // namespace rma
