@@ -158,8 +158,8 @@ def _job_choice(same_host: bool, fabric: Libfabric) -> JobChoice:
     usable, knowing = fabric.usable_providers, fabric.providers_that_know_sources
     # (What it opens, where libfabric said: "tcp" may stand for net or tcp;ofi_rxm.)
     opened = modes.provider if modes is not None else provider
-    available, knowing = settings.serves(provider, usable), settings.serves(opened, knowing)
-    return JobChoice(same_host, True, reason, provider, node, available, knowing, modes, problem)
+    available, knows_sources = settings.serves(provider, usable), settings.serves(opened, knowing)
+    return JobChoice(same_host, True, reason, provider, node, available, knows_sources, modes, problem)
 
 
 def _libfabric() -> Libfabric:
